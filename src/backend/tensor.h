@@ -1,0 +1,90 @@
+// Tensors and weights as model code sees them: shapes and owners, never pointers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "formats/format.h"
+
+namespace coli {
+
+class Backend;
+
+// A 2-D f32 activation tensor [rows, cols], row-major, held by one backend.
+class Tensor {
+public:
+    Tensor() = default;
+    Tensor(Backend* owner, int64_t rows, int64_t cols, std::shared_ptr<void> storage)
+        : owner_(owner), rows_(rows), cols_(cols), storage_(std::move(storage)) {}
+
+    int64_t rows() const { return rows_; }
+    int64_t cols() const { return cols_; }
+    int64_t numel() const { return rows_ * cols_; }
+    bool empty() const { return storage_ == nullptr; }
+    Backend* backend() const { return owner_; }
+
+    // The owner's private handle to the storage (a float* on the CPU). For backends only.
+    void* storage() const { return storage_.get(); }
+
+private:
+    Backend* owner_ = nullptr;
+    int64_t rows_ = 0, cols_ = 0;
+    std::shared_ptr<void> storage_;
+};
+
+// A weight matrix [rows, cols] in some Format. `host` always stays valid (for fallbacks and for
+// backends that read host memory); a backend may also hold its own copy (VRAM) in `device`.
+struct Weight {
+    WeightView host;                // encoded bytes in host memory (mmap, expert cache, or `owned`)
+    std::shared_ptr<void> device;   // backend-private copy, or nullptr
+    std::shared_ptr<void> owned;    // keeps host bytes alive when the weight owns them (quantized copy)
+
+    int64_t rows() const { return host.rows; }
+    int64_t cols() const { return host.cols; }
+    Format format() const { return host.format; }
+};
+
+// Where the routed experts of a batch of tokens go: token t uses experts[t*k + j] with weights[t*k + j].
+struct Routing {
+    int64_t n_tokens = 0;
+    int k = 0;
+    std::vector<int32_t> experts;  // [n_tokens, k]
+    std::vector<float> weights;    // [n_tokens, k]
+};
+
+// One routed expert's SwiGLU weights: down(silu(gate x) * up x).
+struct ExpertWeights {
+    int32_t id = 0;  // expert index within its layer
+    Weight gate;     // [d_ff, d_model]
+    Weight up;       // [d_ff, d_model]
+    Weight down;     // [d_model, d_ff]
+};
+
+// The key/value cache of one attention layer: rows are positions.
+struct KvCache {
+    Tensor k;  // [max_ctx, n_kv_heads * head_dim]
+    Tensor v;  // [max_ctx, n_kv_heads * head_dim]
+};
+
+// Head layout of one attention call.
+struct AttentionShape {
+    int n_heads = 0;     // query heads
+    int n_kv_heads = 0;  // key/value heads (GQA: n_heads is a multiple)
+    int head_dim = 0;
+    float scale = 0;     // softmax scale, usually head_dim^-0.5
+};
+
+enum class RopeStyle : uint8_t { neox, interleaved };
+
+// Rotary embedding parameters for rotating the first rotary_dim dims of each head.
+struct RopeParams {
+    RopeStyle style = RopeStyle::neox;
+    int head_dim = 0;             // stride between heads in the row
+    int rotary_dim = 0;           // dims rotated per head (<= head_dim)
+    float theta = 10000.f;        // base of the inverse frequencies
+    float attention_scaling = 1;  // multiplies cos and sin (yarn)
+};
+
+}  // namespace coli

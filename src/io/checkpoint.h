@@ -1,0 +1,62 @@
+// A model directory as transformers writes it: config.json, generation_config.json (optional),
+// model.safetensors or model.safetensors.index.json + shards, tokenizer files (later).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+
+namespace coli {
+
+class Checkpoint {
+public:
+    // Opens and validates the directory: every header, the index (each shard it names exists and holds
+    // exactly the tensors the index says), config.json parses as a JSON object. Throws coli::Error with
+    // a one-line reason (missing directory, missing config.json, bad JSON, missing shard, ...).
+    static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir);
+    ~Checkpoint();
+
+    const std::filesystem::path& dir() const { return dir_; }
+    const nlohmann::json& config() const { return config_; }                 // config.json
+    const nlohmann::json& generation_config() const { return gen_config_; }  // {} when absent
+
+    const std::vector<TensorInfo>& tensors() const { return tensors_; }
+    const TensorInfo* find(const std::string& name) const;  // nullptr when absent
+    const TensorInfo& get(const std::string& name) const;   // throws coli::Error naming the tensor
+
+    const std::filesystem::path& file_path(int file) const { return files_[file].path; }
+    int file_count() const { return static_cast<int>(files_.size()); }
+
+    // The tensor's bytes through a read-only shared mapping of its file (mapped on first use). For
+    // resident (dense) weights; expert bytes go through the expert store's reads instead.
+    std::span<const uint8_t> map(const TensorInfo& t) const;
+
+    uint64_t total_bytes() const;  // sum of all tensors' nbytes
+
+private:
+    struct File {
+        std::filesystem::path path;
+        uint64_t size = 0;
+        mutable const uint8_t* map = nullptr;  // mmap base, nullptr until first map()
+    };
+    Checkpoint() = default;
+
+    std::filesystem::path dir_;
+    nlohmann::json config_, gen_config_;
+    std::vector<File> files_;
+    std::vector<TensorInfo> tensors_;
+    std::unordered_map<std::string, size_t> by_name_;
+};
+
+// Reads a whole JSON file; throws coli::Error naming the file and the parse error.
+nlohmann::json json_read_file(const std::filesystem::path& path);
+
+}  // namespace coli

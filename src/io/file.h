@@ -1,0 +1,45 @@
+// Reading files at offsets: pread, O_DIRECT where the filesystem allows it, aligned buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+namespace coli {
+
+inline constexpr size_t kDirectAlign = 4096;  // O_DIRECT offset/size/address alignment
+
+// Memory aligned for O_DIRECT, freed by the deleter.
+struct AlignedFree {
+    void operator()(void* p) const;
+};
+using AlignedBytes = std::unique_ptr<uint8_t[], AlignedFree>;
+AlignedBytes aligned_alloc_bytes(size_t n);  // n rounded up to kDirectAlign
+
+// A read-only file opened twice: buffered and, when the filesystem supports it, with O_DIRECT.
+class ReadFile {
+public:
+    explicit ReadFile(const std::filesystem::path& path);  // throws coli::Error
+    ~ReadFile();
+    ReadFile(const ReadFile&) = delete;
+    ReadFile& operator=(const ReadFile&) = delete;
+
+    uint64_t size() const { return size_; }
+    bool has_direct() const { return fd_direct_ >= 0; }
+    int fd() const { return fd_; }
+    int fd_direct() const { return fd_direct_; }
+
+    // Reads exactly n bytes at offset into dst (buffered). Throws on error or short read.
+    void read_at(void* dst, size_t n, uint64_t offset) const;
+    // Reads [offset, offset + n) into an aligned buffer with O_DIRECT when available (buffered otherwise);
+    // returns the buffer and sets *skew to the position of byte `offset` within it.
+    AlignedBytes read_direct(size_t n, uint64_t offset, size_t* skew) const;
+
+private:
+    std::filesystem::path path_;
+    int fd_ = -1, fd_direct_ = -1;
+    uint64_t size_ = 0;
+};
+
+}  // namespace coli

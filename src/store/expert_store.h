@@ -1,0 +1,107 @@
+// The expert store: where each routed expert's bytes are on disk, a RAM cache with a hard budget,
+// reads that overlap compute, a pinned hot set learned from routing history, and statistics.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+
+namespace coli {
+
+// What the model tells the store: which checkpoint tensors make up expert e of layer l.
+struct ExpertLayout {
+    int n_layers = 0;   // layers of the model (some may have no routed experts)
+    int n_experts = 0;  // routed experts per MoE layer
+    int top_k = 0;      // experts a token uses per layer (sizes the minimum budget)
+    // Names of the tensors of expert e in layer l, in the order ExpertHandle::part() returns them;
+    // an empty vector for layers without routed experts.
+    std::function<std::vector<std::string>(int layer, int expert)> tensor_names;
+};
+
+struct StoreOptions {
+    uint64_t ram_bytes = 0;           // hard limit on cached expert bytes; 0 = unlimited
+    int slots_per_layer = 0;          // at most this many experts cached per layer; 0 = no limit
+    int io_threads = 4;               // concurrent reads
+    bool direct_io = true;            // O_DIRECT where the filesystem allows it
+    std::filesystem::path hot_set;    // routing-history file; empty = no hot set
+    double hot_fraction = 0.5;        // share of the budget that the pinned hot set may take
+};
+
+// Counters since the store was opened.
+struct StoreStats {
+    uint64_t hits = 0;               // fetches served from RAM
+    uint64_t misses = 0;             // fetches that needed a read
+    uint64_t evictions = 0;          // experts dropped to stay within the budget
+    uint64_t bytes_read = 0;         // bytes read from disk (aligned ranges, as issued)
+    double read_seconds = 0;         // wall time with at least one read in flight
+    double stall_seconds = 0;        // time fetch() waited for reads
+    uint64_t cached_bytes = 0;       // bytes held now (<= budget)
+    uint64_t pinned_experts = 0;     // experts in the hot set now
+    // Routing statistics (see DESIGN.md: synthetic models lie about caching).
+    double distinct_per_layer = 0;   // mean over MoE layers of distinct experts used
+    double consecutive_shared = 0;   // mean experts shared by consecutive tokens in a layer
+    uint64_t tokens_routed = 0;      // token-layer routings recorded
+
+    double read_gbps() const { return read_seconds > 0 ? bytes_read / read_seconds / 1e9 : 0; }
+    double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }
+};
+
+class ExpertStore;
+
+// A cached expert, pinned in RAM while any handle to it is alive.
+class ExpertHandle {
+public:
+    int layer() const;
+    int expert() const;
+    size_t part_count() const;
+    std::span<const uint8_t> part(size_t i) const;  // bytes of tensor i (ExpertLayout order)
+    const TensorInfo& part_info(size_t i) const;    // its dtype and shape
+
+    struct Entry;  // store-private
+    explicit ExpertHandle(std::shared_ptr<Entry> e) : entry_(std::move(e)) {}
+
+private:
+    std::shared_ptr<Entry> entry_;
+};
+
+class ExpertStore {
+public:
+    // Indexes every expert's byte ranges from the checkpoint's headers (one read per expert where its
+    // tensors are adjacent on disk) and loads the hot set if it belongs to this model (else warns).
+    ExpertStore(const Checkpoint& ckpt, ExpertLayout layout, StoreOptions opts);
+    ~ExpertStore();  // saves the hot set
+
+    // Starts reads for those experts that are not cached, in disk-offset order; returns at once.
+    // Never exceeds the budget: experts that do not fit are left for fetch().
+    void prefetch(int layer, std::span<const int> experts);
+
+    // Returns handles for the experts (same order), reading the missing ones (issued at once, in
+    // disk-offset order, on the I/O threads) and waiting for them. Throws coli::Error if the experts
+    // cannot fit in the budget at once; see max_resident().
+    std::vector<ExpertHandle> fetch(int layer, std::span<const int> experts);
+
+    // How many experts of `layer` can be held at once within the budget and slot limit (>= 1).
+    int max_resident(int layer) const;
+
+    // Records the experts one token was routed to in `layer` (routing statistics and hot set).
+    void routing_record(int layer, std::span<const int> experts);
+
+    StoreStats stats() const;
+    uint64_t expert_bytes(int layer, int expert) const;  // bytes of one expert's tensors
+    uint64_t total_expert_bytes() const;                 // all routed experts
+    const ExpertLayout& layout() const;
+
+    void hot_set_save() const;  // writes the routing history beside the model (if a path is set)
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coli
