@@ -18,6 +18,7 @@ enum class OpKind : uint8_t {
     rms_norm,
     matmul,
     add,
+    clamp,
     rope,
     attention,
     route_softmax_topk,
@@ -58,6 +59,8 @@ public:
     virtual void matmul(const Weight& w, const Tensor& x, Tensor& y) = 0;
     // out = a + b.                                                         all [n, d]
     virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+    // x = min(max(x, lo), hi), in place.                                  x: [n, d]
+    virtual void clamp(Tensor& x, float lo, float hi) = 0;
     // Rotates x in place; row i is at position pos0 + i; each row holds cols / head_dim heads.
     virtual void rope(Tensor& x, const RopeParams& p, int64_t pos0) = 0;
     // Writes k, v into rows [pos0, pos0 + n) of the cache, then causal softmax attention of q over

@@ -27,6 +27,7 @@ public:
 
     // The owner's private handle to the storage (a float* on the CPU). For backends only.
     void* storage() const { return storage_.get(); }
+    const std::shared_ptr<void>& storage_shared() const { return storage_; }
 
 private:
     Backend* owner_ = nullptr;

@@ -1,0 +1,82 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "backend/cpu/cpu_tensor.h"
+#include "core/thread_pool.h"
+
+namespace coli {
+
+using cpu::check_shape;
+using cpu::data;
+using cpu::row;
+
+CpuBackend::CpuBackend(ThreadPool& pool) : pool_(pool) {}
+
+std::string CpuBackend::description() const {
+    return fmt::format("cpu ({} threads, {})", pool_.size(), simd_name(simd_active()));
+}
+
+Tensor CpuBackend::tensor_new(int64_t rows, int64_t cols) {
+    check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
+    std::shared_ptr<float[]> storage(new float[static_cast<size_t>(rows * cols)]());
+    return Tensor(this, rows, cols, std::shared_ptr<void>(storage, storage.get()));
+}
+
+void CpuBackend::tensor_write(Tensor& t, std::span<const float> src) {
+    check(static_cast<int64_t>(src.size()) == t.numel(), "tensor_write: {} floats into {}", src.size(), t.numel());
+    std::memcpy(data(t), src.data(), src.size_bytes());
+}
+
+void CpuBackend::tensor_read(const Tensor& t, std::span<float> dst) {
+    check(static_cast<int64_t>(dst.size()) == t.numel(), "tensor_read: {} floats from {}", dst.size(), t.numel());
+    std::memcpy(dst.data(), data(t), dst.size_bytes());
+}
+
+void CpuBackend::embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) {
+    check_shape(out, static_cast<int64_t>(ids.size()), table.cols(), "embedding out");
+    for (size_t i = 0; i < ids.size(); ++i) {
+        check(ids[i] >= 0 && ids[i] < table.rows(), "token id {} is outside the vocabulary [0, {})", ids[i],
+              table.rows());
+        weight_decode_row(table.host, ids[i], row(out, static_cast<int64_t>(i)));
+    }
+}
+
+void CpuBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) {
+    check(w.format() == Format::f32 && w.rows() * w.cols() == x.cols(), "rms_norm: weight must be f32 [{}]", x.cols());
+    check_shape(out, x.rows(), x.cols(), "rms_norm out");
+    const auto* g = static_cast<const float*>(w.host.data);
+    const int64_t d = x.cols();
+    for (int64_t r = 0; r < x.rows(); ++r) {
+        const float* xr = row(x, r);
+        float* o = row(out, r);
+        float sum_sq = 0;  // fp32 like the reference implementation
+        for (int64_t i = 0; i < d; ++i) sum_sq += xr[i] * xr[i];
+        const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(d) + eps);
+        for (int64_t i = 0; i < d; ++i) o[i] = g[i] * (xr[i] * inv);
+    }
+}
+
+void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& y) {
+    check_shape(x, x.rows(), w.cols(), "matmul x");
+    check_shape(y, x.rows(), w.rows(), "matmul y");
+    coli::matmul(w.host, data(x), x.rows(), data(y), pool_);
+}
+
+void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+    check_shape(b, a.rows(), a.cols(), "add b");
+    check_shape(out, a.rows(), a.cols(), "add out");
+    const float *pa = data(a), *pb = data(b);
+    float* po = data(out);
+    for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] + pb[i];
+}
+
+void CpuBackend::clamp(Tensor& x, float lo, float hi) {
+    float* p = data(x);
+    for (int64_t i = 0; i < x.numel(); ++i) p[i] = std::min(std::max(p[i], lo), hi);
+}
+
+}  // namespace coli

@@ -1,0 +1,40 @@
+// The CPU backend: the reference every other backend is tested against, and the fallback for any op
+// another backend declines. Implements every op of the contract for every weight format.
+#pragma once
+
+#include "backend/backend.h"
+
+namespace coli {
+
+class ThreadPool;
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(ThreadPool& pool);
+
+    std::string_view name() const override { return "cpu"; }
+    std::string description() const override;
+    bool supports(const OpDesc&) const override { return true; }
+
+    Tensor tensor_new(int64_t rows, int64_t cols) override;
+    void tensor_write(Tensor& t, std::span<const float> src) override;
+    void tensor_read(const Tensor& t, std::span<float> dst) override;
+    Weight weight_upload(const Weight& w) override { return w; }
+
+    void embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) override;
+    void rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) override;
+    void matmul(const Weight& w, const Tensor& x, Tensor& y) override;
+    void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+    void clamp(Tensor& x, float lo, float hi) override;
+    void rope(Tensor& x, const RopeParams& p, int64_t pos0) override;
+    void attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache, const AttentionShape& s,
+                   int64_t pos0, Tensor& out) override;
+    Routing route_softmax_topk(const Tensor& logits, int k, bool renormalize) override;
+    void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
+                     Tensor& y) override;
+
+private:
+    ThreadPool& pool_;
+};
+
+}  // namespace coli

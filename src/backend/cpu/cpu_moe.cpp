@@ -1,0 +1,73 @@
+// Routers and routed experts on the CPU.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_tensor.h"
+#include "core/thread_pool.h"
+
+namespace coli {
+
+using cpu::check_shape;
+using cpu::data;
+using cpu::row;
+
+Routing CpuBackend::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
+    const int64_t n = logits.rows(), n_experts = logits.cols();
+    check(k > 0 && k <= n_experts, "route_softmax_topk: k = {} of {} experts", k, n_experts);
+    Routing r{n, k, std::vector<int32_t>(n * k), std::vector<float>(n * k)};
+    std::vector<float> p(n_experts);
+    std::vector<int32_t> order(n_experts);
+    for (int64_t t = 0; t < n; ++t) {
+        const float* l = row(logits, t);
+        const float max_l = *std::max_element(l, l + n_experts);
+        float sum = 0;
+        for (int64_t e = 0; e < n_experts; ++e) sum += p[e] = std::exp(l[e] - max_l);
+        for (auto& v : p) v /= sum;
+        std::iota(order.begin(), order.end(), 0);
+        // Highest probability first; ties go to the lower expert id so the choice is deterministic.
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+        float kept = 0;
+        for (int j = 0; j < k; ++j) kept += p[order[j]];
+        for (int j = 0; j < k; ++j) {
+            r.experts[t * k + j] = order[j];
+            r.weights[t * k + j] = renormalize ? p[order[j]] / kept : p[order[j]];
+        }
+    }
+    return r;
+}
+
+void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y) {
+    const int64_t d_model = x.cols();
+    check_shape(y, x.rows(), d_model, "moe_experts y");
+    check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
+    for (const ExpertWeights& e : experts) {
+        // Gather the tokens routed to e: xs [m, d_model], with their routing weights.
+        std::vector<int64_t> tokens;
+        std::vector<float> gains;
+        for (int64_t t = 0; t < r.n_tokens; ++t)
+            for (int j = 0; j < r.k; ++j)
+                if (r.experts[t * r.k + j] == e.id) {
+                    tokens.push_back(t);
+                    gains.push_back(r.weights[t * r.k + j]);
+                }
+        if (tokens.empty()) continue;
+        const auto m = static_cast<int64_t>(tokens.size());
+        const int64_t d_ff = e.gate.rows();
+        std::vector<float> xs(m * d_model), gate(m * d_ff), up(m * d_ff), out(m * d_model);
+        for (int64_t i = 0; i < m; ++i) std::copy_n(row(x, tokens[i]), d_model, &xs[i * d_model]);
+        coli::matmul(e.gate.host, xs.data(), m, gate.data(), pool_);  // [m, d_ff]
+        coli::matmul(e.up.host, xs.data(), m, up.data(), pool_);      // [m, d_ff]
+        for (int64_t i = 0; i < m * d_ff; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // SwiGLU
+        coli::matmul(e.down.host, gate.data(), m, out.data(), pool_);  // [m, d_model]
+        for (int64_t i = 0; i < m; ++i) {
+            float* yt = row(y, tokens[i]);
+            for (int64_t c = 0; c < d_model; ++c) yt[c] += out[i * d_model + c] * gains[i];
+        }
+    }
+}
+
+}  // namespace coli

@@ -1,0 +1,159 @@
+#include "backend/ops.h"
+
+#include <fmt/format.h>
+
+namespace coli {
+
+uint64_t OpCounters::total_fallbacks() const {
+    uint64_t s = 0;
+    for (auto f : fallback) s += f;
+    return s;
+}
+
+std::string OpCounters::summary() const {
+    std::string out;
+    for (size_t i = 0; i < native.size(); ++i) {
+        if (native[i] + fallback[i] == 0) continue;
+        out += fmt::format("{}{} {}/{}", out.empty() ? "" : ", ", op_name(static_cast<OpKind>(i)), native[i],
+                           fallback[i]);
+    }
+    return out + " (native/fallback)";
+}
+
+Ops::Ops(Backend& primary, Backend& cpu) : primary_(primary), cpu_(cpu) {}
+
+bool Ops::runs_native(const OpDesc& d) {
+    const auto i = static_cast<size_t>(d.op);
+    if (&primary_ == &cpu_ || primary_.supports(d)) {
+        ++counters_.native[i];
+        return true;
+    }
+    ++counters_.fallback[i];
+    ++counters_.fallback_by_format[fmt::format("{}/{}", op_name(d.op), format_name(d.format))];
+    return false;
+}
+
+Tensor Ops::to(Backend& b, const Tensor& t) {
+    if (t.backend() == &b) return t;
+    std::vector<float> host(t.numel());
+    t.backend()->tensor_read(t, host);
+    Tensor out = b.tensor_new(t.rows(), t.cols());
+    b.tensor_write(out, host);
+    counters_.transfer_bytes += host.size() * sizeof(float);
+    return out;
+}
+
+Tensor Ops::tensor(int64_t rows, int64_t cols) { return primary_.tensor_new(rows, cols); }
+
+Tensor Ops::tensor_from(int64_t rows, int64_t cols, std::span<const float> v) {
+    Tensor t = primary_.tensor_new(rows, cols);
+    primary_.tensor_write(t, v);
+    return t;
+}
+
+std::vector<float> Ops::read(const Tensor& t) {
+    std::vector<float> host(t.numel());
+    t.backend()->tensor_read(t, host);
+    return host;
+}
+
+Weight Ops::weight(const Weight& host) { return primary_.weight_upload(host); }
+
+Tensor Ops::embedding(const Weight& table, std::span<const int32_t> ids) {
+    const auto n = static_cast<int64_t>(ids.size());
+    if (runs_native({OpKind::embedding, table.format(), table.rows(), table.cols(), n})) {
+        Tensor out = primary_.tensor_new(n, table.cols());
+        primary_.embedding(table, ids, out);
+        return out;
+    }
+    Tensor out = cpu_.tensor_new(n, table.cols());
+    cpu_.embedding(table, ids, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::rms_norm(const Tensor& x, const Weight& w, float eps) {
+    if (runs_native({OpKind::rms_norm, w.format(), x.rows(), x.cols(), x.rows()})) {
+        Tensor out = primary_.tensor_new(x.rows(), x.cols());
+        primary_.rms_norm(x, w, eps, out);
+        return out;
+    }
+    Tensor out = cpu_.tensor_new(x.rows(), x.cols());
+    cpu_.rms_norm(to(cpu_, x), w, eps, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::matmul(const Weight& w, const Tensor& x) {
+    if (runs_native({OpKind::matmul, w.format(), w.rows(), w.cols(), x.rows()})) {
+        Tensor y = primary_.tensor_new(x.rows(), w.rows());
+        primary_.matmul(w, x, y);
+        return y;
+    }
+    Tensor y = cpu_.tensor_new(x.rows(), w.rows());
+    cpu_.matmul(w, to(cpu_, x), y);
+    return to(primary_, y);
+}
+
+Tensor Ops::add(const Tensor& a, const Tensor& b) {
+    if (runs_native({OpKind::add, Format::f32, a.rows(), a.cols(), a.rows()})) {
+        Tensor out = primary_.tensor_new(a.rows(), a.cols());
+        primary_.add(a, b, out);
+        return out;
+    }
+    Tensor out = cpu_.tensor_new(a.rows(), a.cols());
+    cpu_.add(to(cpu_, a), to(cpu_, b), out);
+    return to(primary_, out);
+}
+
+void Ops::write_back(Tensor& dst, const Tensor& src) {
+    if (src.storage() == dst.storage()) return;
+    std::vector<float> v = read(src);
+    dst.backend()->tensor_write(dst, v);
+    counters_.transfer_bytes += v.size() * sizeof(float);
+}
+
+void Ops::clamp(Tensor& x, float lo, float hi) {
+    if (runs_native({OpKind::clamp, Format::f32, x.rows(), x.cols(), x.rows()})) return primary_.clamp(x, lo, hi);
+    Tensor h = to(cpu_, x);
+    cpu_.clamp(h, lo, hi);
+    write_back(x, h);
+}
+
+void Ops::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
+    if (runs_native({OpKind::rope, Format::f32, x.rows(), x.cols(), x.rows()})) return primary_.rope(x, p, pos0);
+    Tensor h = to(cpu_, x);
+    cpu_.rope(h, p, pos0);
+    write_back(x, h);
+}
+
+Tensor Ops::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache, const AttentionShape& s,
+                      int64_t pos0) {
+    if (runs_native({OpKind::attention, Format::f32, cache.k.rows(), q.cols(), q.rows()})) {
+        Tensor out = primary_.tensor_new(q.rows(), q.cols());
+        primary_.attention(q, k, v, cache, s, pos0, out);
+        return out;
+    }
+    // The cache lives on the primary backend: bring it over, run, and send the new rows back.
+    KvCache host{to(cpu_, cache.k), to(cpu_, cache.v)};
+    Tensor out = cpu_.tensor_new(q.rows(), q.cols());
+    cpu_.attention(to(cpu_, q), to(cpu_, k), to(cpu_, v), host, s, pos0, out);
+    cache = {to(primary_, host.k), to(primary_, host.v)};
+    return to(primary_, out);
+}
+
+Routing Ops::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
+    if (runs_native({OpKind::route_softmax_topk, Format::f32, logits.rows(), logits.cols(), logits.rows()}))
+        return primary_.route_softmax_topk(logits, k, renormalize);
+    return cpu_.route_softmax_topk(to(cpu_, logits), k, renormalize);
+}
+
+void Ops::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y) {
+    if (experts.empty()) return;
+    const Weight& g = experts.front().gate;
+    if (runs_native({OpKind::moe_experts, g.format(), g.rows(), g.cols(), x.rows()}))
+        return primary_.moe_experts(experts, r, x, y);
+    Tensor hy = to(cpu_, y);
+    cpu_.moe_experts(experts, r, to(cpu_, x), hy);
+    write_back(y, hy);
+}
+
+}  // namespace coli

@@ -1,0 +1,63 @@
+// Ops: what model code calls. Asks the chosen backend whether it supports each op (format, shape),
+// runs it there if so, and otherwise runs it on the CPU backend and counts the fallback (rule 1 and 3).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace coli {
+
+// Per-op counts of where ops ran; shown by `coli run`, served by `coli serve`.
+struct OpCounters {
+    std::array<uint64_t, static_cast<size_t>(OpKind::count_)> native{};    // ran on the chosen backend
+    std::array<uint64_t, static_cast<size_t>(OpKind::count_)> fallback{};  // ran on the CPU instead
+    std::map<std::string, uint64_t> fallback_by_format;                    // "matmul/mxfp4" -> count
+    uint64_t transfer_bytes = 0;                                           // moved between backends
+
+    uint64_t total_fallbacks() const;
+    std::string summary() const;  // one line: "matmul 120 native, 0 fallback; ..."
+};
+
+class Ops {
+public:
+    // `cpu` runs every op; it is also the fallback. `primary` may be the same object.
+    Ops(Backend& primary, Backend& cpu);
+
+    Backend& backend() const { return primary_; }
+    const OpCounters& counters() const { return counters_; }
+
+    // Memory.
+    Tensor tensor(int64_t rows, int64_t cols);                                 // zero-filled
+    Tensor tensor_from(int64_t rows, int64_t cols, std::span<const float> v);  // host -> backend
+    std::vector<float> read(const Tensor& t);                                  // backend -> host
+    Weight weight(const Weight& host);  // uploads a host weight to the backend
+
+    // Ops (see backend.h for the exact semantics).
+    Tensor embedding(const Weight& table, std::span<const int32_t> ids);  // [n, d]
+    Tensor rms_norm(const Tensor& x, const Weight& w, float eps);         // [n, d]
+    Tensor matmul(const Weight& w, const Tensor& x);                      // [n, w.rows]
+    Tensor add(const Tensor& a, const Tensor& b);                         // [n, d]
+    void clamp(Tensor& x, float lo, float hi);                            // in place
+    void rope(Tensor& x, const RopeParams& p, int64_t pos0);              // in place
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache, const AttentionShape& s,
+                     int64_t pos0);                                       // [n, H*hd]
+    Routing route_softmax_topk(const Tensor& logits, int k, bool renormalize);
+    void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y);
+
+private:
+    bool runs_native(const OpDesc& d);   // asks the backend and counts the answer
+    Tensor to(Backend& b, const Tensor& t);  // copy between backends, counted
+    void write_back(Tensor& dst, const Tensor& src);  // src's values into dst on dst's backend, counted
+
+    Backend& primary_;
+    Backend& cpu_;
+    OpCounters counters_;
+};
+
+}  // namespace coli

@@ -1,0 +1,33 @@
+// The `coli` subcommands. Each adds itself to the app and runs when chosen; all report errors by
+// throwing coli::Error, which main() prints on one line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/engine.h"
+
+namespace coli {
+
+// Flags shared by every command that loads a model.
+void model_flags_add(CLI::App& cmd, EngineOptions& opts);
+
+// "3,17,42" -> {3, 17, 42}; throws coli::Error on anything else.
+std::vector<int32_t> ids_parse(const std::string& text);
+
+// Human-readable byte counts ("1.23 GB").
+std::string bytes_human(uint64_t bytes);
+
+// The statistics block printed to stderr after a run: ops, fallbacks, expert cache, routing.
+void stats_print(Engine& engine);
+
+void cmd_run_add(CLI::App& app);
+void cmd_logits_add(CLI::App& app);
+void cmd_info_add(CLI::App& app);
+void cmd_synth_add(CLI::App& app);
+void cmd_bench_add(CLI::App& app);
+
+}  // namespace coli

@@ -1,0 +1,75 @@
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "store/expert_store.h"
+
+namespace coli {
+
+void model_flags_add(CLI::App& cmd, EngineOptions& o) {
+    cmd.add_option("--model,-m", o.model_dir, "Model directory (config.json + safetensors)")->required();
+    cmd.add_option("--backend,-b", o.backend, "Backend: auto, cpu, cuda, vulkan, metal")->capture_default_str();
+    cmd.add_option("--threads,-t", o.threads, "CPU threads (0 = all cores)")->capture_default_str();
+    cmd.add_option("--ram-gb", o.ram_gb, "Hard RAM budget for cached experts, GB (0 = unlimited)")
+        ->capture_default_str();
+    cmd.add_option("--expert-cache", o.expert_cache, "Cached experts per layer (0 = limited by --ram-gb only)")
+        ->capture_default_str();
+    cmd.add_option("--io-threads", o.io_threads, "Concurrent expert reads")->capture_default_str();
+    cmd.add_flag("!--no-direct-io", o.direct_io, "Read experts through the page cache instead of O_DIRECT");
+    cmd.add_option("--hot-set", o.hot_set,
+                   "Routing-history file for the pinned hot set: auto (beside the model), none, or a path")
+        ->capture_default_str();
+    cmd.add_option("--dense-bits", o.dense_bits, "Quantize dense weights at load to 8 or 4 bits (lossy; 0 = as stored)")
+        ->capture_default_str();
+    cmd.add_option("--ctx", o.max_ctx, "Context length (0 = the model's maximum)")->capture_default_str();
+}
+
+std::vector<int32_t> ids_parse(const std::string& text) {
+    std::vector<int32_t> ids;
+    const char* p = text.data();
+    const char* end = p + text.size();
+    while (p < end) {
+        int32_t v = 0;
+        auto [next, ec] = std::from_chars(p, end, v);
+        check(ec == std::errc() && v >= 0, "--ids: expected comma-separated token ids, got '{}'", text);
+        ids.push_back(v);
+        p = next;
+        if (p < end) {
+            check(*p == ',', "--ids: expected comma-separated token ids, got '{}'", text);
+            ++p;
+        }
+    }
+    check(!ids.empty(), "--ids: no token ids given");
+    return ids;
+}
+
+std::string bytes_human(uint64_t bytes) {
+    constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB"};
+    double v = static_cast<double>(bytes);
+    size_t u = 0;
+    while (v >= 1000 && u + 1 < std::size(kUnits)) v /= 1000, ++u;
+    return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, kUnits[u]);
+}
+
+void stats_print(Engine& engine) {
+    const OpCounters& c = engine.ops().counters();
+    fmt::print(stderr, "ops on {}: {}\n", engine.ops().backend().name(), c.summary());
+    if (c.total_fallbacks() > 0) {
+        std::string per;
+        for (const auto& [what, n] : c.fallback_by_format) per += fmt::format(" {}={}", what, n);
+        fmt::print(stderr, "fallbacks to cpu: {} ({}), transfers {}\n", c.total_fallbacks(), per,
+                   bytes_human(c.transfer_bytes));
+    }
+    const StoreStats s = engine.model().store().stats();
+    fmt::print(stderr,
+               "experts: {} hits, {} misses (hit rate {:.1f}%), {} read at {:.2f} GB/s, {:.3f} s stalled on I/O, "
+               "{} evictions, {} cached, {} pinned\n",
+               s.hits, s.misses, 100 * s.hit_rate(), bytes_human(s.bytes_read), s.read_gbps(), s.stall_seconds,
+               s.evictions, bytes_human(s.cached_bytes), s.pinned_experts);
+    fmt::print(stderr, "routing: {:.1f} distinct experts per layer, {:.2f} shared by consecutive tokens\n",
+               s.distinct_per_layer, s.consecutive_shared);
+}
+
+}  // namespace coli

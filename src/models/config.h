@@ -1,0 +1,22 @@
+// Reading config.json values with errors that name the key (configs are user input).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace coli {
+
+// The value of a required key, converted to T; throws coli::Error naming the key when it is absent or
+// of the wrong type.
+template <typename T>
+T config_get(const nlohmann::json& cfg, const std::string& key);
+
+// The value of an optional key (null counts as absent), or `fallback`.
+template <typename T>
+T config_get_or(const nlohmann::json& cfg, const std::string& key, T fallback);
+
+// RoPE theta from either `rope_parameters.rope_theta` (transformers v5) or `rope_theta` (hub configs).
+double config_rope_theta(const nlohmann::json& cfg, double fallback);
+
+}  // namespace coli

@@ -1,0 +1,65 @@
+// A model family: config -> weights -> forward, written once on ops (DESIGN.md rule 1).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/ops.h"
+#include "io/checkpoint.h"
+#include "store/expert_store.h"
+
+namespace coli {
+
+// How a model is loaded: choices that change speed, plus the one explicit lossy choice.
+struct LoadOptions {
+    int dense_bits = 0;   // 0: dense weights as stored; 8 | 4: quantized at load (reported)
+    int64_t max_ctx = 0;  // context length of the session caches; 0 = the model's maximum
+    StoreOptions store;   // expert cache budget, slots, I/O
+};
+
+// Sizes by part, for `coli info` and the memory plan.
+struct ModelSummary {
+    std::string family;             // config.json model_type
+    std::string architecture;       // one line: layers, width, heads, experts
+    uint64_t dense_bytes = 0;       // resident weights, as stored
+    uint64_t dense_held_bytes = 0;  // resident weights as held (after --dense-bits)
+    uint64_t expert_bytes = 0;      // routed experts, streamed from disk
+    uint64_t expert_count = 0;      // routed experts over all layers
+    std::string formats;            // stored dtypes of dense and expert weights
+    uint64_t kv_bytes_per_token = 0;  // cache bytes each token of context costs
+    int64_t vocab = 0;
+    int64_t max_ctx = 0;
+};
+
+// The per-conversation state of a model: caches and the number of tokens already seen.
+class ModelState {
+public:
+    virtual ~ModelState() = default;
+    int64_t n_past = 0;  // tokens already processed (the position of the next token)
+};
+
+class Model {
+public:
+    virtual ~Model() = default;
+
+    virtual const ModelSummary& summary() const = 0;
+    virtual std::unique_ptr<ModelState> state_new() = 0;
+
+    // Runs ids at positions state.n_past .. + n and advances the state. Returns logits [n, vocab] for
+    // every position when all_logits, else [1, vocab] for the last one.
+    virtual Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) = 0;
+
+    virtual ExpertStore& store() = 0;
+    virtual Ops& ops() = 0;
+};
+
+// Loads the model in ckpt by its config.json model_type; throws coli::Error naming an unsupported one.
+std::unique_ptr<Model> model_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
+
+// The model_type values this build supports.
+std::vector<std::string> model_families();
+
+}  // namespace coli

@@ -1,0 +1,193 @@
+// OLMoE (OlmoeForCausalLM), spec section 1: pre-norm decoder, QK-norm over the full projection width,
+// neox RoPE, softmax top-k router over SwiGLU experts, no shared expert, no biases.
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "models/config.h"
+#include "models/registry.h"
+#include "nn/moe.h"
+#include "nn/weights.h"
+
+namespace coli {
+namespace {
+
+struct OlmoeConfig {
+    int64_t vocab, d_model, d_ff;   // d_ff: intermediate size of one expert
+    int n_layers, n_heads, n_kv_heads, head_dim;
+    int n_experts, top_k;
+    bool norm_topk_prob;
+    float rms_eps, rope_theta;
+    std::optional<float> clip_qkv;
+    int64_t max_ctx;
+
+    explicit OlmoeConfig(const nlohmann::json& c) {
+        vocab = config_get<int64_t>(c, "vocab_size");
+        d_model = config_get<int64_t>(c, "hidden_size");
+        d_ff = config_get<int64_t>(c, "intermediate_size");
+        n_layers = config_get<int>(c, "num_hidden_layers");
+        n_heads = config_get<int>(c, "num_attention_heads");
+        n_kv_heads = config_get_or<int>(c, "num_key_value_heads", n_heads);
+        n_experts = config_get<int>(c, "num_experts");
+        top_k = config_get<int>(c, "num_experts_per_tok");
+        norm_topk_prob = config_get_or<bool>(c, "norm_topk_prob", false);
+        rms_eps = static_cast<float>(config_get_or<double>(c, "rms_norm_eps", 1e-5));
+        rope_theta = static_cast<float>(config_rope_theta(c, 10000.0));
+        if (c.contains("clip_qkv") && !c["clip_qkv"].is_null())
+            clip_qkv = static_cast<float>(config_get<double>(c, "clip_qkv"));
+        max_ctx = config_get_or<int64_t>(c, "max_position_embeddings", 4096);
+        check(vocab > 0 && d_model > 0 && d_ff > 0 && n_layers > 0, "config.json: sizes must be positive");
+        check(n_heads > 0 && d_model % n_heads == 0, "config.json: hidden_size {} is not a multiple of {} heads",
+              d_model, n_heads);
+        check(n_kv_heads > 0 && n_heads % n_kv_heads == 0, "config.json: {} heads over {} key/value heads", n_heads,
+              n_kv_heads);
+        head_dim = static_cast<int>(d_model / n_heads);
+        check(top_k > 0 && top_k <= n_experts, "config.json: num_experts_per_tok {} of {} experts", top_k, n_experts);
+        const std::string act = config_get_or<std::string>(c, "hidden_act", "silu");
+        check(act == "silu", "config.json: hidden_act '{}' is not supported by olmoe (silu only)", act);
+    }
+    int64_t kv_width() const { return int64_t{n_kv_heads} * head_dim; }
+};
+
+struct OlmoeLayerWeights {
+    Weight input_norm, q_proj, k_proj, v_proj, o_proj, q_norm, k_norm;  // attention
+    Weight post_norm, router;                                          // MoE (experts are in the store)
+};
+
+class OlmoeState final : public ModelState {
+public:
+    std::vector<KvCache> kv;  // one per layer
+};
+
+class Olmoe final : public Model {
+public:
+    Olmoe(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
+        : cfg_(ckpt.config()), ops_(ops), max_ctx_(opts.max_ctx > 0 ? opts.max_ctx : cfg_.max_ctx) {
+        WeightLoader load(ckpt, ops, opts.dense_bits);
+        embed_ = load.table("model.embed_tokens.weight");
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            const std::string p = fmt::format("model.layers.{}.", l);
+            layers_.push_back({
+                load.vector(p + "input_layernorm.weight"),
+                load.matrix(p + "self_attn.q_proj.weight"),
+                load.matrix(p + "self_attn.k_proj.weight"),
+                load.matrix(p + "self_attn.v_proj.weight"),
+                load.matrix(p + "self_attn.o_proj.weight"),
+                load.vector(p + "self_attn.q_norm.weight"),
+                load.vector(p + "self_attn.k_norm.weight"),
+                load.vector(p + "post_attention_layernorm.weight"),
+                load.matrix(p + "mlp.gate.weight"),
+            });
+        }
+        final_norm_ = load.vector("model.norm.weight");
+        lm_head_ = load.matrix("lm_head.weight");
+
+        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [](int layer, int e) {
+                                const std::string p = fmt::format("model.layers.{}.mlp.experts.{}.", layer, e);
+                                return std::vector<std::string>{p + "gate_proj.weight", p + "up_proj.weight",
+                                                                p + "down_proj.weight"};
+                            }};
+        store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
+        summarize(ckpt, load);
+    }
+
+    const ModelSummary& summary() const override { return summary_; }
+    ExpertStore& store() override { return *store_; }
+    Ops& ops() override { return ops_; }
+
+    std::unique_ptr<ModelState> state_new() override {
+        auto s = std::make_unique<OlmoeState>();
+        for (int l = 0; l < cfg_.n_layers; ++l)
+            s->kv.push_back({ops_.tensor(max_ctx_, cfg_.kv_width()), ops_.tensor(max_ctx_, cfg_.kv_width())});
+        return s;
+    }
+
+    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) override {
+        auto& s = static_cast<OlmoeState&>(state);
+        const auto n = static_cast<int64_t>(ids.size());
+        check(s.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", s.n_past, n,
+              max_ctx_);
+        Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
+        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
+        if (!all_logits) h = last_row(h);
+        Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
+        s.n_past += n;
+        return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
+    }
+
+private:
+    // One decoder layer. h: [n, d_model] at positions s.n_past ...
+    Tensor layer_forward(int l, const Tensor& h, OlmoeState& s) {
+        const OlmoeLayerWeights& w = layers_[l];
+        Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);                     // [n, d]
+        Tensor q = ops_.rms_norm(ops_.matmul(w.q_proj, x), w.q_norm, cfg_.rms_eps);  // [n, H*hd], norm over H*hd
+        Tensor k = ops_.rms_norm(ops_.matmul(w.k_proj, x), w.k_norm, cfg_.rms_eps);  // [n, Hkv*hd]
+        Tensor v = ops_.matmul(w.v_proj, x);                                         // [n, Hkv*hd]
+        if (cfg_.clip_qkv) {
+            for (Tensor* t : {&q, &k, &v}) ops_.clamp(*t, -*cfg_.clip_qkv, *cfg_.clip_qkv);
+        }
+        const RopeParams rope{RopeStyle::neox, cfg_.head_dim, cfg_.head_dim, cfg_.rope_theta, 1.0f};
+        ops_.rope(q, rope, s.n_past);
+        ops_.rope(k, rope, s.n_past);
+        const AttentionShape shape{cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim,
+                                   1.0f / std::sqrt(static_cast<float>(cfg_.head_dim))};
+        Tensor a = ops_.attention(q, k, v, s.kv[l], shape, s.n_past);  // [n, H*hd]
+        Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));
+
+        Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
+        Routing r = ops_.route_softmax_topk(ops_.matmul(w.router, x2), cfg_.top_k, cfg_.norm_topk_prob);
+        Tensor y = moe_routed(ops_, *store_, l, x2, r, [this](const ExpertHandle& e) { return expert_weights(e); });
+        return ops_.add(h1, y);
+    }
+
+    ExpertWeights expert_weights(const ExpertHandle& e) {
+        return {e.expert(), ops_.weight(weight_view_of(e.part_info(0), e.part(0))),
+                ops_.weight(weight_view_of(e.part_info(1), e.part(1))),
+                ops_.weight(weight_view_of(e.part_info(2), e.part(2)))};
+    }
+
+    Tensor last_row(const Tensor& h) {
+        std::vector<float> all = ops_.read(h);
+        const int64_t d = h.cols();
+        return ops_.tensor_from(1, d, std::span<const float>(all).subspan((h.rows() - 1) * d, d));
+    }
+
+    void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
+        summary_.family = "olmoe";
+        summary_.architecture =
+            fmt::format("{} layers, d_model {}, {} heads ({} kv, head_dim {}), {} experts top-{} (d_ff {}), vocab {}",
+                        cfg_.n_layers, cfg_.d_model, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.n_experts,
+                        cfg_.top_k, cfg_.d_ff, cfg_.vocab);
+        summary_.dense_bytes = load.bytes_stored();
+        summary_.dense_held_bytes = load.bytes_held();
+        summary_.expert_bytes = store_->total_expert_bytes();
+        summary_.expert_count = uint64_t(cfg_.n_layers) * cfg_.n_experts;
+        const TensorInfo& e0 = ckpt.get("model.layers.0.mlp.experts.0.gate_proj.weight");
+        const TensorInfo& q0 = ckpt.get("model.layers.0.self_attn.q_proj.weight");
+        summary_.formats = fmt::format("dense {}{}, experts {}", dtype_name(q0.dtype),
+                                       load.dense_bits() ? fmt::format(" -> int{} at load", load.dense_bits()) : "",
+                                       dtype_name(e0.dtype));
+        summary_.kv_bytes_per_token = uint64_t(cfg_.n_layers) * 2 * cfg_.kv_width() * sizeof(float);
+        summary_.vocab = cfg_.vocab;
+        summary_.max_ctx = max_ctx_;
+    }
+
+    OlmoeConfig cfg_;
+    Ops& ops_;
+    int64_t max_ctx_;
+    Weight embed_, final_norm_, lm_head_;
+    std::vector<OlmoeLayerWeights> layers_;
+    std::unique_ptr<ExpertStore> store_;
+    ModelSummary summary_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> olmoe_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
+    return std::make_unique<Olmoe>(ckpt, ops, opts);
+}
+
+}  // namespace coli

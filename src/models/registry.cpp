@@ -1,0 +1,42 @@
+#include "models/registry.h"
+
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+
+namespace coli {
+namespace {
+
+using Loader = std::function<std::unique_ptr<Model>(const Checkpoint&, Ops&, const LoadOptions&)>;
+
+const std::map<std::string, Loader>& loaders() {
+    static const std::map<std::string, Loader> m = {
+        {"olmoe", olmoe_load},
+    };
+    return m;
+}
+
+}  // namespace
+
+std::vector<std::string> model_families() {
+    std::vector<std::string> names;
+    for (const auto& [name, _] : loaders()) names.push_back(name);
+    return names;
+}
+
+std::unique_ptr<Model> model_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
+    const auto& cfg = ckpt.config();
+    auto it = cfg.find("model_type");
+    check(it != cfg.end() && it->is_string(), "{}: config.json has no model_type", ckpt.dir().string());
+    const std::string type = it->get<std::string>();
+    auto loader = loaders().find(type);
+    if (loader == loaders().end()) {
+        std::string known;
+        for (const auto& name : model_families()) known += (known.empty() ? "" : ", ") + name;
+        fail("{}: model_type '{}' is not supported (supported: {})", ckpt.dir().string(), type, known);
+    }
+    return loader->second(ckpt, ops, opts);
+}
+
+}  // namespace coli

@@ -1,0 +1,12 @@
+// The model families of this build, keyed by config.json model_type.
+#pragma once
+
+#include <memory>
+
+#include "models/model.h"
+
+namespace coli {
+
+std::unique_ptr<Model> olmoe_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
+
+}  // namespace coli

@@ -1,0 +1,33 @@
+#include "nn/moe.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace coli {
+
+Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
+                  const ExpertWeightsOf& weights_of) {
+    for (int64_t t = 0; t < r.n_tokens; ++t)
+        store.routing_record(layer, std::span<const int32_t>(&r.experts[t * r.k], r.k));
+
+    const std::set<int32_t> used(r.experts.begin(), r.experts.end());  // ascending ids
+    const std::vector<int32_t> ids(used.begin(), used.end());
+    const auto group = static_cast<size_t>(store.max_resident(layer));
+
+    Tensor y = ops.tensor(x.rows(), x.cols());
+    for (size_t begin = 0; begin < ids.size(); begin += group) {
+        const size_t end = std::min(ids.size(), begin + group);
+        std::vector<ExpertHandle> handles =
+            store.fetch(layer, std::span<const int32_t>(ids.data() + begin, end - begin));
+        if (end < ids.size())  // the next group's reads run while this group computes
+            store.prefetch(layer, std::span<const int32_t>(ids.data() + end, std::min(ids.size(), end + group) - end));
+        std::vector<ExpertWeights> experts;
+        experts.reserve(handles.size());
+        for (const ExpertHandle& h : handles) experts.push_back(weights_of(h));
+        ops.moe_experts(experts, r, x, y);
+    }
+    return y;
+}
+
+}  // namespace coli

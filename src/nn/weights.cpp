@@ -1,0 +1,91 @@
+#include "nn/weights.h"
+
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+
+namespace coli {
+
+Format format_of_dtype(const TensorInfo& t) {
+    switch (t.dtype) {
+        case DType::f32: return Format::f32;
+        case DType::bf16: return Format::bf16;
+        case DType::f16: return Format::f16;
+        default: fail("tensor {} has dtype {}, which is not a weight format", t.name, dtype_name(t.dtype));
+    }
+}
+
+Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes) {
+    check(!t.shape.empty(), "tensor {} is a scalar, expected a matrix or vector", t.name);
+    int64_t cols = 1;
+    for (size_t i = 1; i < t.shape.size(); ++i) cols *= t.shape[i];
+    Weight w;
+    w.host = WeightView{format_of_dtype(t), t.shape[0], cols, bytes.data(), nullptr};
+    if (t.shape.size() == 1) w.host.rows = 1, w.host.cols = t.shape[0];
+    return w;
+}
+
+WeightLoader::WeightLoader(const Checkpoint& ckpt, Ops& ops, int dense_bits)
+    : ckpt_(ckpt), ops_(ops), dense_bits_(dense_bits) {
+    check(dense_bits == 0 || dense_bits == 8 || dense_bits == 4, "--dense-bits must be 8 or 4, got {}", dense_bits);
+}
+
+namespace {
+
+// Decodes a host weight into f32 rows (exact for every stored float format).
+std::vector<float> weight_to_f32(const WeightView& v) {
+    std::vector<float> out(static_cast<size_t>(v.rows * v.cols));
+    for (int64_t r = 0; r < v.rows; ++r) weight_decode_row(v, r, &out[r * v.cols]);
+    return out;
+}
+
+// Moves an encoded weight into a Weight that owns its bytes.
+Weight weight_owning(EncodedWeight&& e) {
+    auto owned = std::make_shared<EncodedWeight>(std::move(e));
+    Weight w;
+    w.host = owned->view();
+    w.owned = owned;
+    return w;
+}
+
+}  // namespace
+
+Weight WeightLoader::matrix(const std::string& name) {
+    const TensorInfo& t = ckpt_.get(name);
+    Weight w = weight_view_of(t, ckpt_.map(t));
+    bytes_stored_ += t.nbytes;
+    if (dense_bits_ != 0) {
+        const Format target = dense_bits_ == 8 ? Format::int8_row : Format::int4_g64;
+        const bool fits = target != Format::int4_g64 || w.cols() % kInt4Group == 0;
+        check(fits, "--dense-bits 4 needs a multiple of {} input features; {} has {}", kInt4Group, name, w.cols());
+        std::vector<float> f = weight_to_f32(w.host);
+        w = weight_owning(weight_encode(target, f.data(), w.rows(), w.cols()));
+        ++quantized_;
+    }
+    bytes_held_ += w.host.data_bytes() + w.host.scale_bytes();
+    return ops_.weight(w);
+}
+
+Weight WeightLoader::table(const std::string& name) {
+    const TensorInfo& t = ckpt_.get(name);
+    Weight w = weight_view_of(t, ckpt_.map(t));
+    bytes_stored_ += t.nbytes;
+    bytes_held_ += t.nbytes;
+    return ops_.weight(w);
+}
+
+Weight WeightLoader::vector(const std::string& name) {
+    const TensorInfo& t = ckpt_.get(name);
+    check(t.shape.size() == 1, "tensor {} should be a vector, has {} dimensions", name, t.shape.size());
+    Weight stored = weight_view_of(t, ckpt_.map(t));
+    std::vector<float> f = weight_to_f32(stored.host);
+    EncodedWeight e{Format::f32, 1, t.shape[0], {}, {}};
+    e.data.resize(f.size() * sizeof(float));
+    std::copy_n(reinterpret_cast<const uint8_t*>(f.data()), e.data.size(), e.data.data());
+    bytes_stored_ += t.nbytes;
+    bytes_held_ += e.data.size();
+    return ops_.weight(weight_owning(std::move(e)));
+}
+
+}  // namespace coli

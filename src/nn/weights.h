@@ -1,0 +1,46 @@
+// Dense weights from a checkpoint: kept as stored (the default) or re-quantized at load when the user
+// asked for it (--dense-bits 8|4: lossy, explicit, reported).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "backend/ops.h"
+#include "io/checkpoint.h"
+
+namespace coli {
+
+// The weight format a stored dtype is read as, without conversion; throws coli::Error naming the
+// tensor when the dtype is not a weight format (e.g. I64).
+Format format_of_dtype(const TensorInfo& t);
+
+// A host weight viewing `bytes` (a tensor's stored bytes), as [rows, cols] = shape[0], product(rest).
+Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes);
+
+class WeightLoader {
+public:
+    // dense_bits: 0 keeps matrices as stored; 8 or 4 quantizes them to int8 (per row) / int4-g64.
+    WeightLoader(const Checkpoint& ckpt, Ops& ops, int dense_bits);
+
+    // A matrix [out, in] for matmul, uploaded to the backend. Quantized when dense_bits is set.
+    Weight matrix(const std::string& name);
+    // A table [rows, d] read by row (embeddings): always as stored.
+    Weight table(const std::string& name);
+    // A vector (norm gains) as f32 [1, n]; exact for every float dtype.
+    Weight vector(const std::string& name);
+
+    uint64_t bytes_stored() const { return bytes_stored_; }  // checkpoint bytes of what was loaded
+    uint64_t bytes_held() const { return bytes_held_; }      // bytes as held (after quantization)
+    int dense_bits() const { return dense_bits_; }
+    int quantized_count() const { return quantized_; }       // matrices re-quantized
+
+private:
+    const Checkpoint& ckpt_;
+    Ops& ops_;
+    int dense_bits_;
+    uint64_t bytes_stored_ = 0, bytes_held_ = 0;
+    int quantized_ = 0;
+};
+
+}  // namespace coli

@@ -1,0 +1,37 @@
+#include "runtime/engine.h"
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/registry.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace coli {
+
+Engine::Engine(const EngineOptions& opts) : opts_(opts) {
+    check(opts.ram_gb >= 0, "--ram-gb must be >= 0, got {}", opts.ram_gb);
+    check(opts.expert_cache >= 0, "--expert-cache must be >= 0, got {}", opts.expert_cache);
+    check(opts.io_threads > 0, "--io-threads must be > 0, got {}", opts.io_threads);
+    if (opts.threads > 0) set_default_threads(opts.threads);
+    ckpt_ = Checkpoint::open(opts.model_dir);
+    cpu_ = std::make_unique<CpuBackend>(default_pool());
+    backend_ = backend_create(opts.backend, default_pool());
+    Backend& primary = backend_->name() == "cpu" ? *cpu_ : *backend_;
+    ops_ = std::make_unique<Ops>(primary, *cpu_);
+
+    LoadOptions load;
+    load.dense_bits = opts.dense_bits;
+    load.max_ctx = opts.max_ctx;
+    load.store.ram_bytes = static_cast<uint64_t>(opts.ram_gb * kBytesPerGB);
+    load.store.slots_per_layer = opts.expert_cache;
+    load.store.io_threads = opts.io_threads;
+    load.store.direct_io = opts.direct_io;
+    if (opts.hot_set == "auto")
+        load.store.hot_set = opts.model_dir / kHotSetFile;
+    else if (opts.hot_set != "none")
+        load.store.hot_set = opts.hot_set;
+    model_ = model_load(*ckpt_, *ops_, load);
+}
+
+Engine::~Engine() = default;
+
+}  // namespace coli

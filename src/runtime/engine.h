@@ -1,0 +1,51 @@
+// Everything a loaded model needs, built in the right order: checkpoint, backends, ops, model.
+// Used by every command that runs a model (run, logits, chat, serve, bench) and by tests.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/ops.h"
+#include "io/checkpoint.h"
+#include "models/model.h"
+
+namespace coli {
+
+struct EngineOptions {
+    std::filesystem::path model_dir;
+    std::string backend = "cpu";     // a name from backend_list(), or "auto"
+    int threads = 0;                 // CPU threads; 0 = all cores
+    double ram_gb = 0;               // expert cache budget in GB; 0 = unlimited
+    int expert_cache = 0;            // expert slots per layer; 0 = no limit
+    int io_threads = 4;              // concurrent expert reads
+    bool direct_io = true;           // O_DIRECT for expert reads where possible
+    std::string hot_set = "auto";    // routing-history file: "auto" (beside the model), "none", or a path
+    int dense_bits = 0;              // 0 | 8 | 4
+    int64_t max_ctx = 0;             // 0 = the model's maximum
+};
+
+class Engine {
+public:
+    explicit Engine(const EngineOptions& opts);  // throws coli::Error with a one-line reason
+    ~Engine();
+
+    Checkpoint& checkpoint() { return *ckpt_; }
+    Backend& backend() { return *backend_; }
+    Ops& ops() { return *ops_; }
+    Model& model() { return *model_; }
+    const EngineOptions& options() const { return opts_; }
+
+private:
+    EngineOptions opts_;
+    std::unique_ptr<Checkpoint> ckpt_;
+    std::unique_ptr<Backend> cpu_, backend_;
+    std::unique_ptr<Ops> ops_;
+    std::unique_ptr<Model> model_;
+};
+
+inline constexpr double kBytesPerGB = 1e9;
+inline constexpr const char* kHotSetFile = "coli-hotset.json";  // beside the model
+
+}  // namespace coli

@@ -1,0 +1,58 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace coli {
+
+Session::Session(Model& model) : model_(model), state_(model.state_new()) {}
+
+void Session::reset() { state_ = model_.state_new(); }
+
+std::vector<float> Session::forward(std::span<const int32_t> ids, bool all_logits) {
+    check(!ids.empty(), "no input tokens");
+    Tensor logits = model_.forward(ids, *state_, all_logits);
+    return model_.ops().read(logits);
+}
+
+std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_tokens, Sampler& sampler,
+                                       std::span<const int32_t> stop_ids,
+                                       const std::function<bool(int32_t)>& on_token) {
+    stats_ = {};
+    std::vector<int32_t> out;
+    if (max_tokens <= 0) return out;
+    Timer timer;
+    std::vector<float> logits = forward(prompt, false);
+    stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
+    stats_.prompt_seconds = timer.seconds();
+    timer.reset();
+    for (;;) {
+        const int32_t token = sampler.sample(logits);
+        out.push_back(token);
+        const bool stop = std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
+        if ((on_token && !on_token(token)) || stop || static_cast<int>(out.size()) >= max_tokens) break;
+        logits = forward(std::span<const int32_t>(&token, 1), false);
+    }
+    stats_.decode_tokens = static_cast<int64_t>(out.size()) - 1;
+    stats_.decode_seconds = timer.seconds();
+    return out;
+}
+
+std::vector<int32_t> eos_ids(const Checkpoint& ckpt) {
+    for (const nlohmann::json* cfg : {&ckpt.generation_config(), &ckpt.config()}) {
+        auto it = cfg->find("eos_token_id");
+        if (it == cfg->end() || it->is_null()) continue;
+        if (it->is_number_integer()) return {it->get<int32_t>()};
+        if (it->is_array()) {
+            std::vector<int32_t> ids;
+            for (const auto& v : *it)
+                if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+            return ids;
+        }
+    }
+    return {};
+}
+
+}  // namespace coli

@@ -1,0 +1,51 @@
+// A conversation with a model: its state (caches) and the generation loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "models/model.h"
+#include "runtime/sampler.h"
+
+namespace coli {
+
+// Timings of one generate() call.
+struct GenerationStats {
+    int64_t prompt_tokens = 0;
+    double prompt_seconds = 0;
+    int64_t decode_tokens = 0;   // generated tokens after the first
+    double decode_seconds = 0;
+};
+
+class Session {
+public:
+    explicit Session(Model& model);
+
+    // Runs ids through the model and returns the logits on the host: [n, vocab] when all_logits,
+    // else [vocab] for the last position.
+    std::vector<float> forward(std::span<const int32_t> ids, bool all_logits);
+
+    // Feeds the prompt, then samples up to max_tokens tokens, stopping after a stop id. on_token sees
+    // each token as it is chosen and may return false to stop. Returns the generated ids.
+    std::vector<int32_t> generate(std::span<const int32_t> prompt, int max_tokens, Sampler& sampler,
+                                  std::span<const int32_t> stop_ids,
+                                  const std::function<bool(int32_t)>& on_token = {});
+
+    void reset();  // forget the conversation
+    int64_t n_past() const { return state_->n_past; }
+    const GenerationStats& last_stats() const { return stats_; }
+    Model& model() { return model_; }
+
+private:
+    Model& model_;
+    std::unique_ptr<ModelState> state_;
+    GenerationStats stats_;
+};
+
+// End-of-sequence ids from generation_config.json, else config.json (int or list; absent -> none).
+std::vector<int32_t> eos_ids(const Checkpoint& ckpt);
+
+}  // namespace coli

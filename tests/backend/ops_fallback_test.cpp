@@ -1,0 +1,109 @@
+// Rule 1 and 3 of DESIGN.md: an op a backend declines runs on the CPU, gives the same result, and is
+// counted. A stand-in backend that declines some ops plays the GPU here.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/ops.h"
+#include "backend/registry.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace coli {
+namespace {
+
+// Runs ops on an inner CPU backend but answers "unsupported" for matmul on int8 weights and for
+// rms_norm, as a GPU backend without those kernels would.
+class DecliningBackend final : public Backend {
+public:
+    explicit DecliningBackend(ThreadPool& pool) : inner_(pool) {}
+    std::string_view name() const override { return "declining"; }
+    std::string description() const override { return "test backend"; }
+    bool supports(const OpDesc& d) const override {
+        return d.op != OpKind::rms_norm && !(d.op == OpKind::matmul && d.format == Format::int8_row);
+    }
+    Tensor tensor_new(int64_t r, int64_t c) override { return rehome(inner_.tensor_new(r, c)); }
+    void tensor_write(Tensor& t, std::span<const float> s) override { inner_.tensor_write(t, s); }
+    void tensor_read(const Tensor& t, std::span<float> d) override { inner_.tensor_read(t, d); }
+    Weight weight_upload(const Weight& w) override { return w; }
+    void embedding(const Weight& t, std::span<const int32_t> ids, Tensor& o) override { inner_.embedding(t, ids, o); }
+    void rms_norm(const Tensor&, const Weight&, float, Tensor&) override { FAIL() << "declined op was called"; }
+    void matmul(const Weight& w, const Tensor& x, Tensor& y) override { inner_.matmul(w, x, y); }
+    void add(const Tensor& a, const Tensor& b, Tensor& o) override { inner_.add(a, b, o); }
+    void clamp(Tensor& x, float lo, float hi) override { inner_.clamp(x, lo, hi); }
+    void rope(Tensor& x, const RopeParams& p, int64_t pos0) override { inner_.rope(x, p, pos0); }
+    void attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& c, const AttentionShape& s,
+                   int64_t pos0, Tensor& o) override {
+        inner_.attention(q, k, v, c, s, pos0, o);
+    }
+    Routing route_softmax_topk(const Tensor& l, int k, bool r) override { return inner_.route_softmax_topk(l, k, r); }
+    void moe_experts(std::span<const ExpertWeights> e, const Routing& r, const Tensor& x, Tensor& y) override {
+        inner_.moe_experts(e, r, x, y);
+    }
+
+private:
+    // Same storage, but owned by this backend so that Ops sees a different backend.
+    Tensor rehome(const Tensor& t) {
+        return Tensor(this, t.rows(), t.cols(), std::shared_ptr<void>(t.storage_shared()));
+    }
+    CpuBackend inner_;
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d;
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
+    ThreadPool pool(2);
+    CpuBackend cpu(pool);
+    DecliningBackend gpu(pool);
+    Ops on_cpu(cpu, cpu), on_gpu(gpu, cpu);
+
+    const int64_t rows = 48, cols = 64, n = 3;
+    const std::vector<float> wf = random_floats(rows * cols, 1), xf = random_floats(n * cols, 2);
+    auto encoded = std::make_shared<EncodedWeight>(weight_encode(Format::int8_row, wf.data(), rows, cols));
+    Weight w{encoded->view(), nullptr, encoded};
+    std::vector<float> gain(cols, 1.5f);
+    Weight g{WeightView{Format::f32, 1, cols, gain.data(), nullptr}, nullptr, nullptr};
+
+    for (Ops* ops : {&on_cpu, &on_gpu}) {
+        Tensor x = ops->tensor_from(n, cols, xf);
+        Tensor y = ops->rms_norm(ops->matmul(ops->weight(w), x), g, 1e-5f);
+        EXPECT_EQ(y.backend(), &ops->backend()) << "results come back to the chosen backend";
+    }
+    const auto y_cpu = on_cpu.read(on_cpu.rms_norm(on_cpu.matmul(w, on_cpu.tensor_from(n, cols, xf)), g, 1e-5f));
+    const auto y_gpu = on_gpu.read(on_gpu.rms_norm(on_gpu.matmul(w, on_gpu.tensor_from(n, cols, xf)), g, 1e-5f));
+    EXPECT_EQ(y_cpu, y_gpu) << "a fallback must not change results";
+
+    const OpCounters& c = on_gpu.counters();
+    EXPECT_EQ(c.fallback[static_cast<size_t>(OpKind::matmul)], 2u);
+    EXPECT_EQ(c.fallback[static_cast<size_t>(OpKind::rms_norm)], 2u);
+    EXPECT_EQ(c.fallback_by_format.at("matmul/int8"), 2u);
+    EXPECT_GT(c.transfer_bytes, 0u);
+    EXPECT_EQ(on_cpu.counters().total_fallbacks(), 0u);
+}
+
+TEST(BackendRegistry, UnknownAndUnavailableBackendsSayWhy) {
+    ThreadPool pool(1);
+    EXPECT_EQ(backend_create("auto", pool)->name(), "cpu");
+    try {
+        backend_create("tpu", pool);
+        FAIL() << "an unknown backend must be an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("known: auto"), std::string::npos) << e.what();
+    }
+    try {
+        backend_create("cuda", pool);
+        FAIL() << "a backend that is not compiled in must be an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("-DCOLI_CUDA=ON"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace coli

@@ -1,0 +1,120 @@
+// The CLI contract that outside checks rely on (foundation issue, item 7), exercised on the binary.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/fixture.h"
+#include "common/process.h"
+
+namespace coli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ids_text(const std::vector<int32_t>& ids) { return fmt::format("{}", fmt::join(ids, ",")); }
+
+// A scratch directory removed at the end of the test.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        path = fs::temp_directory_path() / fmt::format("coli_cli_{}_{}", ::getpid(), counter()++);
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    static int& counter() {
+        static int c = 0;
+        return c;
+    }
+};
+
+// Reads a float32 .npy written by `coli logits`: checks the header names the shape.
+std::vector<float> npy_read_f32(const fs::path& p, const std::string& expect_shape) {
+    std::ifstream f(p, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(bytes.substr(1, 5), "NUMPY");
+    const size_t header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+    const std::string header = bytes.substr(10, header_len);
+    EXPECT_NE(header.find("'<f4'"), std::string::npos) << header;
+    EXPECT_NE(header.find("'shape': " + expect_shape), std::string::npos) << header;
+    std::vector<float> v((bytes.size() - 10 - header_len) / sizeof(float));
+    std::memcpy(v.data(), bytes.data() + 10 + header_len, v.size() * sizeof(float));
+    return v;
+}
+
+TEST(CliContract, RunPrintsTheGreedyIdsAsTheLastLine) {
+    const test::Fixture fx = test::fixture_load("olmoe_gqa");
+    const auto r = test::coli_run(fmt::format("run --model {} --ids {} --max-tokens 8 --temperature 0 --print-ids "
+                                              "--hot-set none",
+                                              fx.dir.string(), ids_text(fx.input_ids)));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::last_line(r.out), ids_text(fx.greedy));
+    EXPECT_NE(r.err.find("experts:"), std::string::npos) << "statistics go to stderr";
+}
+
+TEST(CliContract, LogitsWritesTheOracleShapeAndValues) {
+    const test::Fixture fx = test::fixture_load("olmoe_sharded");
+    TempDir tmp;
+    const fs::path out = tmp.path / "logits.npy";
+    const auto r = test::coli_run(fmt::format("logits --model {} --ids {} --out {} --expert-cache 1 --hot-set none",
+                                              fx.dir.string(), ids_text(fx.input_ids), out.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<float> got =
+        npy_read_f32(out, fmt::format("({}, {})", fx.input_ids.size(), fx.vocab));
+    EXPECT_LE(test::max_rel_diff(got, fx.logits), 1e-3);
+}
+
+TEST(CliContract, InfoShowsSizesByPart) {
+    const auto r = test::coli_run(fmt::format("info --model {} --hot-set none", (test::fixtures_dir() / "olmoe_bf16").string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* key : {"family:       olmoe", "dense:", "experts:", "kv cache:", "memory plan:", "BF16"})
+        EXPECT_NE(r.out.find(key), std::string::npos) << key << " missing in:\n" << r.out;
+}
+
+// A failure is one line on stderr, "coli: error: ...", and exit code 1: never a crash.
+void expect_one_line_error(const test::ProcessResult& r, const std::string& fragment) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("coli: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, MissingModelDirectory) {
+    expect_one_line_error(test::coli_run("run --model /nonexistent/model --ids 1,2"), "/nonexistent/model");
+}
+
+TEST(CliErrors, MalformedModelDirectories) {
+    TempDir tmp;
+    const fs::path src = test::fixtures_dir() / "olmoe_base";
+    // No config.json.
+    fs::copy_file(src / "model.safetensors", tmp.path / "model.safetensors");
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())), "config.json");
+    // config.json that is not JSON.
+    std::ofstream(tmp.path / "config.json") << "{\"model_type\": \"olmoe\",";
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())), "config.json");
+    // An unsupported model_type names itself.
+    std::ofstream(tmp.path / "config.json") << "{\"model_type\": \"llama\"}";
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())), "llama");
+    // A truncated weights file.
+    fs::copy_file(src / "config.json", tmp.path / "config.json", fs::copy_options::overwrite_existing);
+    fs::resize_file(tmp.path / "model.safetensors", fs::file_size(src / "model.safetensors") / 2);
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())),
+                          "model.safetensors");
+}
+
+TEST(CliErrors, BadIdsAndBadBackend) {
+    const std::string model = (test::fixtures_dir() / "olmoe_base").string();
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1,x", model)), "--ids");
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1,99999 --hot-set none", model)),
+                          "99999");
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1 --backend tpu", model)), "unknown backend");
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1 --backend cuda", model)),
+                          "-DCOLI_CUDA=ON");
+}
+
+}  // namespace
+}  // namespace coli
