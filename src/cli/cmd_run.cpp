@@ -23,8 +23,10 @@ void run(const RunArgs& a) {
     check(!a.ids.empty(), "coli run: give the prompt as --ids (text prompts need a tokenizer, not yet supported)");
     const std::vector<int32_t> prompt = ids_parse(a.ids);
     Engine engine(a.engine);
-    fmt::print(stderr, "model: {} ({})\nbackend: {}\n", engine.model().summary().family,
-               engine.model().summary().architecture, engine.backend().description());
+    const ModelSummary& m = engine.model().summary();
+    ids_check(prompt, m.vocab);  // before anything is printed: a bad prompt is a one-line error
+    fmt::print(stderr, "model: {} ({})\nweights: {}\nbackend: {}\n", m.family, m.architecture, m.formats,
+               engine.backend().description());
     Session session(engine.model());
     Sampler sampler(a.sampler);
     const std::vector<int32_t> stop = a.ignore_eos ? std::vector<int32_t>{} : eos_ids(engine.checkpoint());

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/json.h"  // json_read_file
 #include "io/safetensors.h"
 
 namespace coli {
@@ -54,9 +56,7 @@ private:
     std::vector<File> files_;
     std::vector<TensorInfo> tensors_;
     std::unordered_map<std::string, size_t> by_name_;
+    mutable std::mutex map_mutex_;  // guards File::map: map() may be called from loader threads
 };
-
-// Reads a whole JSON file; throws coli::Error naming the file and the parse error.
-nlohmann::json json_read_file(const std::filesystem::path& path);
 
 }  // namespace coli

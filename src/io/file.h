@@ -20,7 +20,8 @@ AlignedBytes aligned_alloc_bytes(size_t n);  // n rounded up to kDirectAlign
 // A read-only file opened twice: buffered and, when the filesystem supports it, with O_DIRECT.
 class ReadFile {
 public:
-    explicit ReadFile(const std::filesystem::path& path);  // throws coli::Error
+    // Throws coli::Error. use_direct = false never opens with O_DIRECT (all reads buffered).
+    explicit ReadFile(const std::filesystem::path& path, bool use_direct = true);
     ~ReadFile();
     ReadFile(const ReadFile&) = delete;
     ReadFile& operator=(const ReadFile&) = delete;

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,17 +29,22 @@ struct TensorInfo {
 
 // The parsed, validated header of one safetensors file.
 struct SafetensorsHeader {
-    std::vector<TensorInfo> tensors;                      // in data-offset order
+    std::vector<TensorInfo> tensors;                        // in data-offset order
     std::unordered_map<std::string, std::string> metadata;  // "__metadata__", if present
-    uint64_t data_start = 0;                              // 8 + header length
+    uint64_t data_start = 0;                                // 8 + header length
 };
 
-// Parses and validates a header given the file's first bytes and total size. Throws coli::Error naming
-// `what` (usually the path) and the problem: short file, header length past the end, bad JSON, unknown
-// dtype, shape/size mismatch, offsets past the end, overlapping or out-of-order ranges, duplicate names.
-// Exposed separately from the file so that the fuzzer can drive it.
+// Parses and validates a header given the file's first bytes (at least 8 + header length of them) and
+// total size. Throws coli::Error naming `what` (usually the path) and the problem: short file, header
+// length past the end, bad JSON, unknown dtype, shape/size mismatch, offsets past the end or reversed,
+// overlapping ranges, duplicate names. Gaps between ranges are accepted. Exposed separately from the
+// file so that the fuzzer can drive it.
 SafetensorsHeader safetensors_parse_header(std::string_view bytes, uint64_t file_size, std::string_view what,
                                            int file_index = 0);
+
+// Bytes of a tensor of this shape and dtype; nullopt when a dim is negative or the element count or the
+// byte count overflows int64 (zero dims excluded, so that numel() cannot overflow in any order).
+std::optional<uint64_t> shape_nbytes(std::span<const int64_t> shape, DType dtype);
 
 // Reads and validates the header of the file at `path`.
 SafetensorsHeader safetensors_read_header(const std::filesystem::path& path, int file_index = 0);

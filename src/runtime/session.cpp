@@ -13,6 +13,7 @@ void Session::reset() { state_ = model_.state_new(); }
 
 std::vector<float> Session::forward(std::span<const int32_t> ids, bool all_logits) {
     check(!ids.empty(), "no input tokens");
+    ids_check(ids, model_.summary().vocab);
     Tensor logits = model_.forward(ids, *state_, all_logits);
     return model_.ops().read(logits);
 }
@@ -38,6 +39,10 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
     stats_.decode_tokens = static_cast<int64_t>(out.size()) - 1;
     stats_.decode_seconds = timer.seconds();
     return out;
+}
+
+void ids_check(std::span<const int32_t> ids, int64_t vocab) {
+    for (int32_t id : ids) check(id >= 0 && id < vocab, "token id {} is outside the vocabulary [0, {})", id, vocab);
 }
 
 std::vector<int32_t> eos_ids(const Checkpoint& ckpt) {

@@ -45,6 +45,9 @@ private:
     GenerationStats stats_;
 };
 
+// Checks that every id is inside the model's vocabulary; throws coli::Error naming the first that is not.
+void ids_check(std::span<const int32_t> ids, int64_t vocab);
+
 // End-of-sequence ids from generation_config.json, else config.json (int or list; absent -> none).
 std::vector<int32_t> eos_ids(const Checkpoint& ckpt);
 

@@ -68,8 +68,8 @@ TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
     const std::vector<float> wf = random_floats(rows * cols, 1), xf = random_floats(n * cols, 2);
     auto encoded = std::make_shared<EncodedWeight>(weight_encode(Format::int8_row, wf.data(), rows, cols));
     Weight w{encoded->view(), nullptr, encoded};
-    std::vector<float> gain(cols, 1.5f);
-    Weight g{WeightView{Format::f32, 1, cols, gain.data(), nullptr}, nullptr, nullptr};
+    std::vector<float> gain(rows, 1.5f);
+    Weight g{WeightView{Format::f32, 1, rows, gain.data(), nullptr}, nullptr, nullptr};
 
     for (Ops* ops : {&on_cpu, &on_gpu}) {
         Tensor x = ops->tensor_from(n, cols, xf);

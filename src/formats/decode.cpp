@@ -1,0 +1,91 @@
+// weight_decode_row: the exact f32 value of every element, per format (layouts in format.h).
+//
+// Scaled formats multiply the code's value by its scale as one f32 multiply, w = value(code) * scale.
+// That product is THE weight value: every matmul path uses exactly it (see kernels.h). For mxfp4 it is
+// exact (a power-of-two scale); for int8/int4/fp8 it is rounded once.
+#include "core/error.h"
+#include "formats/format.h"
+#include "formats/kernels.h"
+
+#include <cstring>
+
+namespace coli {
+
+namespace formats_internal {
+
+namespace {
+
+constexpr int kNibbleBits = 4;
+constexpr uint8_t kNibbleMask = 0x0f;
+constexpr int kInt4Zero = 8;  // int4_g64 stores q + 8
+
+// The 4-bit code of element c in a row of packed nibbles (element 2j in the low nibble of byte j).
+inline uint8_t nibble_at(const uint8_t* row, int64_t c) {
+    const uint8_t byte = row[c / 2];
+    return (c & 1) ? static_cast<uint8_t>(byte >> kNibbleBits) : static_cast<uint8_t>(byte & kNibbleMask);
+}
+
+}  // namespace
+
+void weight_decode_span(const WeightView& w, int64_t r, int64_t c0, int64_t c1, float* out) {
+    const int64_t cols = w.cols;
+    const int64_t n = c1 - c0;
+    switch (w.format) {
+        case Format::f32: {
+            std::memcpy(out, static_cast<const float*>(w.data) + r * cols + c0, n * sizeof(float));
+            return;
+        }
+        case Format::bf16: {
+            const auto* row = static_cast<const uint16_t*>(w.data) + r * cols;
+            for (int64_t c = c0; c < c1; ++c) out[c - c0] = bf16_to_f32(row[c]);
+            return;
+        }
+        case Format::f16: {
+            const auto* row = static_cast<const uint16_t*>(w.data) + r * cols;
+            for (int64_t c = c0; c < c1; ++c) out[c - c0] = f16_to_f32(row[c]);
+            return;
+        }
+        case Format::int8_row: {
+            const auto* row = static_cast<const int8_t*>(w.data) + r * cols;
+            const float scale = float_load(w.scales, r);
+            for (int64_t c = c0; c < c1; ++c) out[c - c0] = static_cast<float>(row[c]) * scale;
+            return;
+        }
+        case Format::int4_g64: {
+            const auto* row = static_cast<const uint8_t*>(w.data) + r * (cols / 2);
+            const int64_t groups = cols / kInt4Group;
+            for (int64_t c = c0; c < c1; ++c) {
+                const float scale = float_load(w.scales, r * groups + c / kInt4Group);
+                out[c - c0] = static_cast<float>(nibble_at(row, c) - kInt4Zero) * scale;
+            }
+            return;
+        }
+        case Format::mxfp4: {
+            const auto* row = static_cast<const uint8_t*>(w.data) + r * (cols / 2);
+            const auto* scales = static_cast<const uint8_t*>(w.scales) + r * (cols / kMxBlock);
+            for (int64_t c = c0; c < c1; ++c)
+                out[c - c0] = e2m1_to_f32(nibble_at(row, c)) * e8m0_to_f32(scales[c / kMxBlock]);
+            return;
+        }
+        case Format::fp8_e4m3_block: {
+            const auto* row = static_cast<const uint8_t*>(w.data) + r * cols;
+            const int64_t scale_row = (r / kFp8Block) * fp8_scale_cols(cols);
+            for (int64_t c = c0; c < c1; ++c) {
+                const float scale = float_load(w.scales, scale_row + c / kFp8Block);
+                out[c - c0] = fp8_e4m3_to_f32(row[c]) * scale;
+            }
+            return;
+        }
+    }
+    fail("weight_decode_row: unknown format code {}", static_cast<int>(w.format));
+}
+
+}  // namespace formats_internal
+
+void weight_decode_row(const WeightView& w, int64_t r, float* out) {
+    formats_internal::weight_view_check(w);
+    check(r >= 0 && r < w.rows, "weight_decode_row: row {} is outside [0, {})", r, w.rows);
+    formats_internal::weight_decode_span(w, r, 0, w.cols, out);
+}
+
+}  // namespace coli

@@ -1,0 +1,117 @@
+#include "io/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace coli {
+
+namespace {
+
+uint64_t align_down(uint64_t x) {
+    return x / kDirectAlign * kDirectAlign;
+}
+uint64_t align_up(uint64_t x) {
+    return (x + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+}
+
+// Buffered pread until `n` bytes arrived or the file ended; retries interrupted and partial reads.
+// Returns the number of bytes read (less than n only at end of file).
+size_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::filesystem::path& path) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        check(r >= 0, "{}: read of {} bytes at offset {} failed: {}", path.string(), n - got, offset + got,
+              std::strerror(errno));
+        if (r == 0) break;
+        got += static_cast<size_t>(r);
+    }
+    return got;
+}
+
+}  // namespace
+
+void AlignedFree::operator()(void* p) const {
+    std::free(p);
+}
+
+AlignedBytes aligned_alloc_bytes(size_t n) {
+    // Never zero bytes: a zero-byte aligned_alloc may return nullptr, which callers would have to
+    // special-case.
+    size_t bytes = align_up(n == 0 ? 1 : n);
+    void* p = std::aligned_alloc(kDirectAlign, bytes);
+    check(p != nullptr, "out of memory: cannot allocate {} aligned bytes", bytes);
+    return AlignedBytes(static_cast<uint8_t*>(p));
+}
+
+ReadFile::ReadFile(const std::filesystem::path& path, bool use_direct) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    check(fd_ >= 0, "{}: cannot open: {}", path.string(), std::strerror(errno));
+    struct stat st {};
+    const char* problem = nullptr;
+    if (::fstat(fd_, &st) != 0)
+        problem = std::strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        problem = "not a regular file";
+    if (problem) {
+        ::close(fd_);  // the destructor does not run when the constructor throws
+        fd_ = -1;
+        fail("{}: cannot read: {}", path.string(), problem);
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    // Filesystems without O_DIRECT (tmpfs, some FUSE and network mounts) refuse it with EINVAL: then
+    // every read is buffered, which is correct, only less predictable for large expert reads.
+    if (use_direct) fd_direct_ = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+}
+
+ReadFile::~ReadFile() {
+    if (fd_direct_ >= 0) ::close(fd_direct_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void ReadFile::read_at(void* dst, size_t n, uint64_t offset) const {
+    check(offset <= size_ && n <= size_ - offset,
+          "{}: read of {} bytes at offset {} is past the end ({} bytes)", path_.string(), n, offset, size_);
+    size_t got = pread_full(fd_, static_cast<uint8_t*>(dst), n, offset, path_);
+    check(got == n, "{}: short read: {} of {} bytes at offset {} (file truncated?)", path_.string(), got, n,
+          offset);
+}
+
+AlignedBytes ReadFile::read_direct(size_t n, uint64_t offset, size_t* skew) const {
+    check(offset <= size_ && n <= size_ - offset,
+          "{}: read of {} bytes at offset {} is past the end ({} bytes)", path_.string(), n, offset, size_);
+    const uint64_t begin = align_down(offset);
+    const uint64_t end = align_up(offset + n);
+    *skew = static_cast<size_t>(offset - begin);
+    AlignedBytes buf = aligned_alloc_bytes(static_cast<size_t>(end - begin));
+    if (!has_direct()) {
+        read_at(buf.get() + *skew, n, offset);
+        return buf;
+    }
+    // The aligned range may run past the end of the file; O_DIRECT then returns a short read, which is
+    // fine as long as every byte up to offset + n arrived.
+    const size_t needed = *skew + n, len = static_cast<size_t>(end - begin);
+    size_t got = 0;
+    while (got < needed) {
+        ssize_t r = ::pread(fd_direct_, buf.get() + got, len - got, static_cast<off_t>(begin + got));
+        if (r < 0 && errno == EINTR) continue;
+        check(r >= 0, "{}: direct read of {} bytes at offset {} failed: {}", path_.string(), len - got,
+              begin + got, std::strerror(errno));
+        got += static_cast<size_t>(r);
+        // A count that is zero or not a whole number of blocks means the end of the file; asking again
+        // from an unaligned position would only fail with EINVAL.
+        if (r == 0 || got % kDirectAlign != 0) break;
+    }
+    check(got >= needed, "{}: short read: {} of {} bytes at offset {} (file truncated?)", path_.string(),
+          got < *skew ? 0 : got - *skew, n, offset);
+    return buf;
+}
+
+}  // namespace coli

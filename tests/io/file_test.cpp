@@ -1,0 +1,114 @@
+#include "io/file.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "test_util.h"
+
+namespace coli {
+namespace {
+
+using test::TempDir;
+
+// Not a multiple of the block size, so that the last aligned block runs past the end of the file.
+constexpr size_t kFileSize = 3 * kDirectAlign + 123;
+
+struct Case {
+    uint64_t offset;
+    size_t n;
+};
+const Case kCases[] = {
+    {0, 0},
+    {0, 1},
+    {1, 1},
+    {4095, 2},
+    {4096, 4096},
+    {100, 3 * kDirectAlign},
+    {5000, 10},
+    {kFileSize - 1, 1},
+    {kFileSize - 200, 200},
+    {kFileSize, 0},
+    {0, kFileSize},
+    {3 * kDirectAlign + 7, 116},
+};
+
+// Checks reads of `path` (holding `bytes`) at unaligned offsets and up to the end of the file.
+void check_reads(const std::filesystem::path& path, const std::vector<uint8_t>& bytes, bool use_direct) {
+    ReadFile f(path, use_direct);
+    ASSERT_EQ(f.size(), bytes.size());
+    if (!use_direct) {
+        EXPECT_FALSE(f.has_direct());
+        EXPECT_LT(f.fd_direct(), 0);
+    }
+    EXPECT_GE(f.fd(), 0);
+    for (const Case& c : kCases) {
+        SCOPED_TRACE(testing::Message()
+                     << "offset " << c.offset << " n " << c.n << " direct " << f.has_direct());
+        std::vector<uint8_t> got(c.n + 1, 0xAA);
+        f.read_at(got.data(), c.n, c.offset);
+        EXPECT_EQ(std::memcmp(got.data(), bytes.data() + c.offset, c.n), 0);
+        EXPECT_EQ(got[c.n], 0xAA);  // nothing written past n
+
+        size_t skew = 12345;
+        AlignedBytes buf = f.read_direct(c.n, c.offset, &skew);
+        ASSERT_NE(buf.get(), nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(buf.get()) % kDirectAlign, 0u);
+        EXPECT_EQ(skew, c.offset % kDirectAlign);
+        EXPECT_EQ(std::memcmp(buf.get() + skew, bytes.data() + c.offset, c.n), 0);
+    }
+    EXPECT_COLI_ERROR(f.read_at(nullptr, 1, kFileSize), "is past the end");
+    EXPECT_COLI_ERROR(f.read_at(nullptr, 2, kFileSize - 1), "is past the end");
+    size_t skew = 0;
+    EXPECT_COLI_ERROR(f.read_direct(1, kFileSize, &skew), "is past the end");
+    EXPECT_COLI_ERROR(f.read_direct(SIZE_MAX, 1, &skew), "is past the end");
+}
+
+// Both paths: O_DIRECT where this filesystem allows it, and buffered.
+TEST(ReadFile, ReadsAtUnalignedOffsetsAndNearEof) {
+    TempDir dir;
+    auto bytes = test::random_bytes(kFileSize, 42);
+    test::write_bytes(dir / "f.bin", std::string_view(reinterpret_cast<char*>(bytes.data()), bytes.size()));
+    check_reads(dir / "f.bin", bytes, true);
+    check_reads(dir / "f.bin", bytes, false);
+}
+
+// tmpfs refused O_DIRECT before Linux 6.6: the file must open either way, and reads must work.
+TEST(ReadFile, Tmpfs) {
+    const std::filesystem::path shm = "/dev/shm";
+    if (!std::filesystem::is_directory(shm)) GTEST_SKIP() << "no /dev/shm";
+    const auto path = shm / ("coli-io-test-" + std::to_string(::getpid()) + ".bin");
+    auto bytes = test::random_bytes(kFileSize, 7);
+    test::write_bytes(path, std::string_view(reinterpret_cast<char*>(bytes.data()), bytes.size()));
+    check_reads(path, bytes, true);
+    std::filesystem::remove(path);
+}
+
+TEST(ReadFile, Errors) {
+    TempDir dir;
+    EXPECT_COLI_ERROR(ReadFile(dir / "missing"), "missing: cannot open: No such file or directory");
+    EXPECT_COLI_ERROR(ReadFile(dir.path()), "not a regular file");
+}
+
+TEST(ReadFile, EmptyFile) {
+    TempDir dir;
+    test::write_bytes(dir / "empty", "");
+    ReadFile f(dir / "empty");
+    EXPECT_EQ(f.size(), 0u);
+    f.read_at(nullptr, 0, 0);
+    size_t skew = 1;
+    EXPECT_NE(f.read_direct(0, 0, &skew).get(), nullptr);
+    EXPECT_EQ(skew, 0u);
+}
+
+TEST(AlignedAlloc, AlignedAndNeverNull) {
+    for (size_t n : {size_t(0), size_t(1), kDirectAlign, kDirectAlign + 1}) {
+        AlignedBytes b = aligned_alloc_bytes(n);
+        ASSERT_NE(b.get(), nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(b.get()) % kDirectAlign, 0u);
+        std::memset(b.get(), 1, n);
+    }
+}
+
+}  // namespace
+}  // namespace coli
