@@ -1,0 +1,123 @@
+#include "store/expert_index.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "io/file.h"
+
+namespace coli {
+
+namespace {
+
+uint64_t align_up(uint64_t x, uint64_t a) {
+    return (x + a - 1) / a * a;
+}
+
+// 64-bit FNV-1a: a stable, dependency-free hash for the model fingerprint (not for security).
+class Fnv1a {
+public:
+    void bytes(const void* p, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        for (size_t i = 0; i < n; ++i) h_ = (h_ ^ b[i]) * kPrime;
+    }
+    void u64(uint64_t v) {
+        uint8_t le[8];
+        for (int i = 0; i < 8; ++i) le[i] = static_cast<uint8_t>(v >> (8 * i));  // endian-independent
+        bytes(le, sizeof le);
+    }
+    void str(const std::string& s) {
+        u64(s.size());  // length first, so that ("ab", "c") and ("a", "bc") differ
+        bytes(s.data(), s.size());
+    }
+    uint64_t value() const { return h_; }
+
+private:
+    static constexpr uint64_t kOffsetBasis = 0xcbf29ce484222325ull;
+    static constexpr uint64_t kPrime = 0x100000001b3ull;
+    uint64_t h_ = kOffsetBasis;
+};
+
+// Groups the parts (in layout order) into reads and records where each part lands.
+ExpertLocation locate(const std::vector<const TensorInfo*>& infos) {
+    ExpertLocation loc;
+    std::vector<size_t> order(infos.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::pair(infos[a]->file, infos[a]->offset) < std::pair(infos[b]->file, infos[b]->offset);
+    });
+    loc.parts.resize(infos.size());
+    for (size_t i : order) {
+        const TensorInfo& t = *infos[i];
+        const bool extends = !loc.reads.empty() && loc.reads.back().file == t.file &&
+                             t.offset <= loc.reads.back().offset + loc.reads.back().length + kMaxReadGap;
+        if (!extends) loc.reads.push_back(ReadRange{t.file, t.offset, 0, 0});
+        ReadRange& r = loc.reads.back();
+        // max(): a part may lie inside the range already (the same tensor named twice).
+        r.length = std::max(r.length, t.offset + t.nbytes - r.offset);
+        loc.parts[i] = PartRef{&t, static_cast<uint32_t>(loc.reads.size() - 1), t.offset - r.offset};
+        loc.bytes += t.nbytes;
+    }
+    for (ReadRange& r : loc.reads) {
+        // As aligned_alloc_bytes rounds: never less than one block, even for an empty range.
+        r.buffer_bytes =
+            std::max<uint64_t>(kDirectAlign, align_up(r.offset % kDirectAlign + r.length, kDirectAlign));
+        loc.buffer_bytes += r.buffer_bytes;
+    }
+    return loc;
+}
+
+}  // namespace
+
+ExpertIndex::ExpertIndex(const Checkpoint& ckpt, const ExpertLayout& layout)
+    : n_layers_(layout.n_layers), n_experts_(layout.n_experts) {
+    check(n_layers_ > 0 && n_experts_ > 0,
+          "expert store: the model layout has {} layers and {} experts per layer", n_layers_, n_experts_);
+    check(bool(layout.tensor_names), "expert store: the model layout does not name its expert tensors");
+
+    experts_.resize(size_t(n_layers_) * size_t(n_experts_));
+    layer_has_.assign(n_layers_, 0);
+    layer_max_buffer_.assign(n_layers_, 0);
+    std::set<int> files;
+    Fnv1a hash;
+    hash.u64(uint64_t(n_layers_));
+    hash.u64(uint64_t(n_experts_));
+
+    for (int l = 0; l < n_layers_; ++l) {
+        for (int e = 0; e < n_experts_; ++e) {
+            const std::vector<std::string> names = layout.tensor_names(l, e);
+            if (e == 0) layer_has_[l] = !names.empty();
+            check(names.empty() == !layer_has_[l],
+                  "expert store: layer {} names tensors for some experts but not for expert {}", l,
+                  names.empty() ? e : 0);
+            std::vector<const TensorInfo*> infos;
+            infos.reserve(names.size());
+            for (const std::string& name : names) {
+                const TensorInfo* t = ckpt.find(name);
+                check(t != nullptr,
+                      "expert store: tensor {} of expert {} in layer {} is not in the checkpoint {}", name, e,
+                      l, ckpt.dir().string());
+                infos.push_back(t);
+                hash.str(name);
+                hash.str(ckpt.file_path(t->file).filename().string());
+                hash.u64(t->offset);
+                hash.u64(t->nbytes);
+                files.insert(t->file);
+            }
+            ExpertLocation& loc = experts_[key(l, e)];
+            loc = locate(infos);
+            layer_max_buffer_[l] = std::max(layer_max_buffer_[l], loc.buffer_bytes);
+            total_bytes_ += loc.bytes;
+        }
+        max_buffer_ = std::max(max_buffer_, layer_max_buffer_[l]);
+    }
+    check(std::find(layer_has_.begin(), layer_has_.end(), 1) != layer_has_.end(),
+          "expert store: the model layout names no expert tensors in any of its {} layers", n_layers_);
+    files_.assign(files.begin(), files.end());
+    fingerprint_ = fmt::format("{:016x}", hash.value());
+}
+
+}  // namespace coli
