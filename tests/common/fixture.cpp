@@ -34,7 +34,8 @@ std::vector<int32_t> i64_to_i32(const std::vector<uint8_t>& b) {
 
 Fixture fixture_load(const std::string& name) {
     Fixture fx;
-    fx.dir = fixtures_dir() / name;
+    fx.dir = name.find('/') == std::string::npos ? fixtures_dir() / name
+                                                 : std::filesystem::path(COLI_SOURCE_DIR) / name;
     const auto path = fx.dir / "oracle.safetensors";
     const SafetensorsHeader h = safetensors_read_header(path);
     const ReadFile f(path);

@@ -18,6 +18,7 @@ struct Fixture {
 };
 
 std::filesystem::path fixtures_dir();
+// A fixture by name under tests/fixtures, or by a path relative to the repository root ("models/demo").
 Fixture fixture_load(const std::string& name);
 
 // max|a - b| / max|b|.

@@ -2,6 +2,8 @@
 // (OlmoeForCausalLM, fp32, eager attention). Tolerances are the foundation issue's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/fixture.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
@@ -11,7 +13,9 @@ namespace {
 
 constexpr double kLogitTolerance = 1e-3;  // max|diff| <= 1e-3 * max|logit| on the fp32 path
 
-const char* const kFixtures[] = {"olmoe_base", "olmoe_gqa", "olmoe_bf16", "olmoe_sharded", "olmoe_clip"};
+// The transformers fixtures, and the bundled demo model (trained, bf16; tools/train_demo_model.py).
+const char* const kFixtures[] = {"olmoe_base",    "olmoe_gqa",  "olmoe_bf16",
+                                 "olmoe_sharded", "olmoe_clip", "models/demo"};
 
 EngineOptions options_for(const test::Fixture& fx, int expert_cache) {
     EngineOptions o;
@@ -63,7 +67,9 @@ TEST_P(OlmoeOracle, IncrementalDecodeMatchesPrefill) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, OlmoeOracle,
                          ::testing::Combine(::testing::ValuesIn(kFixtures), ::testing::Values(0, 1)),
                          [](const auto& info) {
-                             return std::string(std::get<0>(info.param)) +
+                             std::string name = std::get<0>(info.param);
+                             std::replace(name.begin(), name.end(), '/', '_');
+                             return name +
                                     (std::get<1>(info.param) ? "_cache1" : "_unlimited");
                          });
 
