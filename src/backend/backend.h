@@ -34,6 +34,7 @@ struct OpDesc {
     int64_t rows = 0;             // weight rows / tensor rows
     int64_t cols = 0;             // weight cols / tensor cols
     int64_t n = 0;                // tokens
+    const Weight* weight = nullptr;  // the op's weight when it has one (residency checks), else nullptr
 };
 
 class Backend {
@@ -43,6 +44,7 @@ public:
     virtual std::string_view name() const = 0;                 // "cpu", "cuda", "vulkan", "metal"
     virtual std::string description() const = 0;               // device and build details, one line
     virtual bool supports(const OpDesc& op) const = 0;         // false: Ops runs it on the CPU, counted
+    virtual std::string stats() const { return {}; }           // one line of placement statistics, or empty
 
     // Memory.
     virtual Tensor tensor_new(int64_t rows, int64_t cols) = 0;                  // zero-filled

@@ -2,11 +2,20 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
+#include "core/log.h"
+
 namespace coli {
 
 uint64_t OpCounters::total_fallbacks() const {
     uint64_t s = 0;
     for (auto f : fallback) s += f;
+    return s;
+}
+
+uint64_t OpCounters::total_faults() const {
+    uint64_t s = 0;
+    for (auto f : faults) s += f;
     return s;
 }
 
@@ -33,6 +42,35 @@ bool Ops::runs_native(const OpDesc& d) {
     return false;
 }
 
+void Ops::fault_count(const OpDesc& d, const char* what) {
+    const auto i = static_cast<size_t>(d.op);
+    --counters_.native[i];
+    ++counters_.fallback[i];
+    ++counters_.faults[i];
+    ++counters_.fallback_by_format[fmt::format("{}/{}/fault", op_name(d.op), format_name(d.format))];
+    if (!fault_warned_[i]) {
+        fault_warned_[i] = true;
+        log_warn("{} failed on {} ({}); it runs on the cpu instead, counted as a fallback", op_name(d.op),
+                 primary_.name(), what);
+    }
+}
+
+template <typename F>
+bool Ops::ran_native(const OpDesc& d, F&& f) {
+    if (!runs_native(d)) return false;
+    if (&primary_ == &cpu_) {
+        f();
+        return true;
+    }
+    try {
+        f();
+        return true;
+    } catch (const Error& e) {
+        fault_count(d, e.what());
+        return false;
+    }
+}
+
 Tensor Ops::to(Backend& b, const Tensor& t) {
     if (t.backend() == &b) return t;
     std::vector<float> host(t.numel());
@@ -43,7 +81,9 @@ Tensor Ops::to(Backend& b, const Tensor& t) {
     return out;
 }
 
-Tensor Ops::tensor(int64_t rows, int64_t cols) { return primary_.tensor_new(rows, cols); }
+Tensor Ops::tensor(int64_t rows, int64_t cols) {
+    return primary_.tensor_new(rows, cols);
+}
 
 Tensor Ops::tensor_from(int64_t rows, int64_t cols, std::span<const float> v) {
     Tensor t = primary_.tensor_new(rows, cols);
@@ -57,49 +97,67 @@ std::vector<float> Ops::read(const Tensor& t) {
     return host;
 }
 
-Weight Ops::weight(const Weight& host) { return primary_.weight_upload(host); }
+Weight Ops::weight(const Weight& host) {
+    Weight w = primary_.weight_upload(host);
+    if (&primary_ == &cpu_) return w;
+    // Rule 3: a weight the backend's fast path cannot take is named now, not discovered in the stats.
+    const OpDesc d{OpKind::matmul, w.format(), w.rows(), w.cols(), 1, &w};
+    if (!primary_.supports(d)) {
+        const std::string key = fmt::format("{} [{}, {}]", format_name(w.format()), w.rows(), w.cols());
+        if (!declined_warned_[key]) {
+            declined_warned_[key] = true;
+            log_warn("{} declines {} weights of shape {}: ops on them run on the cpu (counted)",
+                     primary_.name(), format_name(w.format()), key);
+        }
+    }
+    return w;
+}
 
 Tensor Ops::embedding(const Weight& table, std::span<const int32_t> ids) {
     const auto n = static_cast<int64_t>(ids.size());
-    if (runs_native({OpKind::embedding, table.format(), table.rows(), table.cols(), n})) {
-        Tensor out = primary_.tensor_new(n, table.cols());
-        primary_.embedding(table, ids, out);
+    Tensor out;
+    if (ran_native({OpKind::embedding, table.format(), table.rows(), table.cols(), n, &table}, [&] {
+            out = primary_.tensor_new(n, table.cols());
+            primary_.embedding(table, ids, out);
+        }))
         return out;
-    }
-    Tensor out = cpu_.tensor_new(n, table.cols());
+    out = cpu_.tensor_new(n, table.cols());
     cpu_.embedding(table, ids, out);
     return to(primary_, out);
 }
 
 Tensor Ops::rms_norm(const Tensor& x, const Weight& w, float eps) {
-    if (runs_native({OpKind::rms_norm, w.format(), x.rows(), x.cols(), x.rows()})) {
-        Tensor out = primary_.tensor_new(x.rows(), x.cols());
-        primary_.rms_norm(x, w, eps, out);
+    Tensor out;
+    if (ran_native({OpKind::rms_norm, w.format(), x.rows(), x.cols(), x.rows(), &w}, [&] {
+            out = primary_.tensor_new(x.rows(), x.cols());
+            primary_.rms_norm(x, w, eps, out);
+        }))
         return out;
-    }
-    Tensor out = cpu_.tensor_new(x.rows(), x.cols());
+    out = cpu_.tensor_new(x.rows(), x.cols());
     cpu_.rms_norm(to(cpu_, x), w, eps, out);
     return to(primary_, out);
 }
 
 Tensor Ops::matmul(const Weight& w, const Tensor& x) {
-    if (runs_native({OpKind::matmul, w.format(), w.rows(), w.cols(), x.rows()})) {
-        Tensor y = primary_.tensor_new(x.rows(), w.rows());
-        primary_.matmul(w, x, y);
+    Tensor y;
+    if (ran_native({OpKind::matmul, w.format(), w.rows(), w.cols(), x.rows(), &w}, [&] {
+            y = primary_.tensor_new(x.rows(), w.rows());
+            primary_.matmul(w, x, y);
+        }))
         return y;
-    }
-    Tensor y = cpu_.tensor_new(x.rows(), w.rows());
+    y = cpu_.tensor_new(x.rows(), w.rows());
     cpu_.matmul(w, to(cpu_, x), y);
     return to(primary_, y);
 }
 
 Tensor Ops::add(const Tensor& a, const Tensor& b) {
-    if (runs_native({OpKind::add, Format::f32, a.rows(), a.cols(), a.rows()})) {
-        Tensor out = primary_.tensor_new(a.rows(), a.cols());
-        primary_.add(a, b, out);
+    Tensor out;
+    if (ran_native({OpKind::add, Format::f32, a.rows(), a.cols(), a.rows()}, [&] {
+            out = primary_.tensor_new(a.rows(), a.cols());
+            primary_.add(a, b, out);
+        }))
         return out;
-    }
-    Tensor out = cpu_.tensor_new(a.rows(), a.cols());
+    out = cpu_.tensor_new(a.rows(), a.cols());
     cpu_.add(to(cpu_, a), to(cpu_, b), out);
     return to(primary_, out);
 }
@@ -111,46 +169,56 @@ void Ops::write_back(Tensor& dst, const Tensor& src) {
     counters_.transfer_bytes += v.size() * sizeof(float);
 }
 
+// In-place ops: a backend fails before it writes (injected faults are checked on entry), so x is intact.
 void Ops::clamp(Tensor& x, float lo, float hi) {
-    if (runs_native({OpKind::clamp, Format::f32, x.rows(), x.cols(), x.rows()})) return primary_.clamp(x, lo, hi);
+    if (ran_native({OpKind::clamp, Format::f32, x.rows(), x.cols(), x.rows()},
+                   [&] { primary_.clamp(x, lo, hi); }))
+        return;
     Tensor h = to(cpu_, x);
     cpu_.clamp(h, lo, hi);
     write_back(x, h);
 }
 
 void Ops::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
-    if (runs_native({OpKind::rope, Format::f32, x.rows(), x.cols(), x.rows()})) return primary_.rope(x, p, pos0);
+    if (ran_native({OpKind::rope, Format::f32, x.rows(), x.cols(), x.rows()},
+                   [&] { primary_.rope(x, p, pos0); }))
+        return;
     Tensor h = to(cpu_, x);
     cpu_.rope(h, p, pos0);
     write_back(x, h);
 }
 
-Tensor Ops::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache, const AttentionShape& s,
-                      int64_t pos0) {
-    if (runs_native({OpKind::attention, Format::f32, cache.k.rows(), q.cols(), q.rows()})) {
-        Tensor out = primary_.tensor_new(q.rows(), q.cols());
-        primary_.attention(q, k, v, cache, s, pos0, out);
+Tensor Ops::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache,
+                      const AttentionShape& s, int64_t pos0) {
+    Tensor out;
+    if (ran_native({OpKind::attention, Format::f32, cache.k.rows(), q.cols(), q.rows()}, [&] {
+            out = primary_.tensor_new(q.rows(), q.cols());
+            primary_.attention(q, k, v, cache, s, pos0, out);
+        }))
         return out;
-    }
     // The cache lives on the primary backend: bring it over, run, and send the new rows back.
     KvCache host{to(cpu_, cache.k), to(cpu_, cache.v)};
-    Tensor out = cpu_.tensor_new(q.rows(), q.cols());
+    out = cpu_.tensor_new(q.rows(), q.cols());
     cpu_.attention(to(cpu_, q), to(cpu_, k), to(cpu_, v), host, s, pos0, out);
-    cache = {to(primary_, host.k), to(primary_, host.v)};
+    write_back(cache.k, host.k);
+    write_back(cache.v, host.v);
     return to(primary_, out);
 }
 
 Routing Ops::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
-    if (runs_native({OpKind::route_softmax_topk, Format::f32, logits.rows(), logits.cols(), logits.rows()}))
-        return primary_.route_softmax_topk(logits, k, renormalize);
+    Routing r;
+    if (ran_native({OpKind::route_softmax_topk, Format::f32, logits.rows(), logits.cols(), logits.rows()},
+                   [&] { r = primary_.route_softmax_topk(logits, k, renormalize); }))
+        return r;
     return cpu_.route_softmax_topk(to(cpu_, logits), k, renormalize);
 }
 
 void Ops::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y) {
     if (experts.empty()) return;
     const Weight& g = experts.front().gate;
-    if (runs_native({OpKind::moe_experts, g.format(), g.rows(), g.cols(), x.rows()}))
-        return primary_.moe_experts(experts, r, x, y);
+    if (ran_native({OpKind::moe_experts, g.format(), g.rows(), g.cols(), x.rows(), &g},
+                   [&] { primary_.moe_experts(experts, r, x, y); }))
+        return;
     Tensor hy = to(cpu_, y);
     cpu_.moe_experts(experts, r, to(cpu_, x), hy);
     write_back(y, hy);

@@ -17,10 +17,12 @@ namespace coli {
 struct OpCounters {
     std::array<uint64_t, static_cast<size_t>(OpKind::count_)> native{};    // ran on the chosen backend
     std::array<uint64_t, static_cast<size_t>(OpKind::count_)> fallback{};  // ran on the CPU instead
+    std::array<uint64_t, static_cast<size_t>(OpKind::count_)> faults{};    // of fallback: the backend failed
     std::map<std::string, uint64_t> fallback_by_format;                    // "matmul/mxfp4" -> count
     uint64_t transfer_bytes = 0;                                           // moved between backends
 
     uint64_t total_fallbacks() const;
+    uint64_t total_faults() const;
     std::string summary() const;  // one line: "matmul 120 native, 0 fallback; ..."
 };
 
@@ -36,7 +38,7 @@ public:
     Tensor tensor(int64_t rows, int64_t cols);                                 // zero-filled
     Tensor tensor_from(int64_t rows, int64_t cols, std::span<const float> v);  // host -> backend
     std::vector<float> read(const Tensor& t);                                  // backend -> host
-    Weight weight(const Weight& host);  // uploads a host weight to the backend
+    Weight weight(const Weight& host);  // uploads a host weight to the backend; names a format it declines
 
     // Ops (see backend.h for the exact semantics).
     Tensor embedding(const Weight& table, std::span<const int32_t> ids);  // [n, d]
@@ -52,12 +54,19 @@ public:
 
 private:
     bool runs_native(const OpDesc& d);   // asks the backend and counts the answer
+    // Runs f (the op on the primary backend). When it throws coli::Error (a device fault), the fault is
+    // warned about and counted as a fallback, and false tells the caller to run the op on the CPU.
+    template <typename F>
+    bool ran_native(const OpDesc& d, F&& f);
+    void fault_count(const OpDesc& d, const char* what);
     Tensor to(Backend& b, const Tensor& t);  // copy between backends, counted
     void write_back(Tensor& dst, const Tensor& src);  // src's values into dst on dst's backend, counted
 
     Backend& primary_;
     Backend& cpu_;
     OpCounters counters_;
+    std::array<bool, static_cast<size_t>(OpKind::count_)> fault_warned_{};  // one warning per op
+    std::map<std::string, bool> declined_warned_;                          // one load-time note per format
 };
 
 }  // namespace coli

@@ -1,20 +1,47 @@
 #include "backend/registry.h"
 
+#include <fmt/format.h>
+
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/support.h"
 #include "core/error.h"
+
+#if COLI_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace coli {
 
+namespace {
+
+bool cpu_supports(const OpDesc&) {
+    return true;
+}
+
+BackendInfo cuda_info() {
+#if COLI_HAVE_CUDA
+    const CudaProbe p = cuda_probe();
+    return {"cuda", true, p.ok, p.detail, cuda_supports};
+#else
+    // The capability table is plain C++, built everywhere, so the docs' matrix does not depend on the build.
+    return {"cuda", false, false, "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)",
+            cuda_supports};
+#endif
+}
+
+}  // namespace
+
 std::vector<BackendInfo> backend_list() {
     return {
-        {"cuda", false, false, "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)"},
-        {"vulkan", false, false, "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)"},
+        cuda_info(),
+        {"vulkan", false, false,
+         "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)"},
         {"metal", false, false, "not compiled in: Metal needs macOS"},
-        {"cpu", true, true, "always available"},
+        {"cpu", true, true, "always available", cpu_supports},
     };
 }
 
-std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool) {
+std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool, const BackendOptions& opts) {
     const std::vector<BackendInfo> all = backend_list();
     std::string chosen(name);
     if (name == "auto") {
@@ -23,11 +50,20 @@ std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool)
                 chosen = b.name;
                 break;
             }
+        std::string passed;
+        for (const auto& b : all) {
+            if (b.name == chosen) break;
+            passed += fmt::format("; {} skipped: {}", b.name, b.detail);
+        }
+        fmt::print(stderr, "backend auto: chose {}{}\n", chosen, passed);
     }
     for (const auto& b : all) {
         if (b.name != chosen) continue;
         check(b.available, "backend '{}' is unavailable: {}", b.name, b.detail);
         if (b.name == "cpu") return std::make_unique<CpuBackend>(pool);
+#if COLI_HAVE_CUDA
+        if (b.name == "cuda") return cuda_backend_create(opts.vram_bytes);
+#endif
     }
     std::string names;
     for (const auto& b : all) names += (names.empty() ? "" : ", ") + b.name;

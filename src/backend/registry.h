@@ -1,6 +1,7 @@
 // Which backends exist in this build and on this machine, and creating one by name.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,18 +13,31 @@ namespace coli {
 
 class ThreadPool;
 
+// What a backend answers for an op from its kernels alone (format and shape), without a device: the
+// capability `coli backends` shows. The live Backend::supports() also checks residency and limits.
+using SupportFn = bool (*)(const OpDesc& d);
+
 struct BackendInfo {
-    std::string name;    // "cpu", "cuda", "vulkan", "metal"
-    bool compiled;       // built into this binary
-    bool available;      // compiled and a usable device was found
-    std::string detail;  // the device when available, else why not and how to fix it
+    std::string name;             // "cpu", "cuda", "vulkan", "metal"
+    bool compiled;                // built into this binary
+    bool available;               // compiled and a usable device was found
+    std::string detail;           // the device when available, else why not and how to fix it
+    SupportFn support = nullptr;  // capability by op, format and shape; nullptr: no backend written yet
+};
+
+// Choices a device backend takes at creation.
+struct BackendOptions {
+    uint64_t vram_bytes =
+        0;  // budget for resident weights and the expert tier; 0 = free memory less a reserve
 };
 
 // Every backend the project knows, in order of preference for `auto` (best first).
 std::vector<BackendInfo> backend_list();
 
-// Creates the named backend; "auto" picks the first available in backend_list() order. An unknown
-// name, or one not compiled in or without a device, is a coli::Error that says why and what to do.
-std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool);
+// Creates the named backend; "auto" picks the first available in backend_list() order and says so on
+// stderr. An unknown name, or one not compiled in or without a device, is a coli::Error that says why
+// and what to do.
+std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool,
+                                        const BackendOptions& opts = {});
 
 }  // namespace coli

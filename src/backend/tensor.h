@@ -57,10 +57,11 @@ struct Routing {
 
 // One routed expert's SwiGLU weights: down(silu(gate x) * up x).
 struct ExpertWeights {
-    int32_t id = 0;  // expert index within its layer
-    Weight gate;     // [d_ff, d_model]
-    Weight up;       // [d_ff, d_model]
-    Weight down;     // [d_model, d_ff]
+    int32_t id = 0;      // expert index within its layer
+    Weight gate;         // [d_ff, d_model]
+    Weight up;           // [d_ff, d_model]
+    Weight down;         // [d_model, d_ff]
+    int32_t layer = -1;  // decoder layer; (layer, id) names the expert for device caches (-1: unknown)
 };
 
 // The key/value cache of one attention layer: rows are positions.

@@ -12,8 +12,12 @@
 
 namespace coli {
 
-// Flags shared by every command that loads a model.
-void model_flags_add(CLI::App& cmd, EngineOptions& opts);
+// Flags shared by every command that loads a model. Without model_required, --model defaults to
+// default_model_dir().
+void model_flags_add(CLI::App& cmd, EngineOptions& opts, bool model_required = true);
+
+// The bundled demo model: $COLI_MODEL if set, else models/demo beside the build directory of the binary.
+std::filesystem::path default_model_dir();
 
 // "3,17,42" -> {3, 17, 42}; throws coli::Error on anything else.
 std::vector<int32_t> ids_parse(const std::string& text);
@@ -23,11 +27,16 @@ std::string bytes_human(uint64_t bytes);
 
 // The statistics block printed to stderr after a run: ops, fallbacks, expert cache, routing.
 void stats_print(Engine& engine);
+// One line to stderr at the start of a run: where ops run, and where they fall back to.
+void placement_print(Engine& engine);
 
 void cmd_run_add(CLI::App& app);
+void cmd_chat_add(CLI::App& app);
 void cmd_logits_add(CLI::App& app);
 void cmd_info_add(CLI::App& app);
 void cmd_synth_add(CLI::App& app);
 void cmd_bench_add(CLI::App& app);
+void cmd_test_ops_add(CLI::App& app);
+void cmd_backends_add(CLI::App& app);
 
 }  // namespace coli

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -8,11 +10,34 @@
 
 namespace coli {
 
-void model_flags_add(CLI::App& cmd, EngineOptions& o) {
-    cmd.add_option("--model,-m", o.model_dir, "Model directory (config.json + safetensors)")->required();
+namespace {
+constexpr const char* kDemoModelPath = "models/demo";  // the bundled model, relative to the repository
+}  // namespace
+
+std::filesystem::path default_model_dir() {
+    if (const char* env = std::getenv("COLI_MODEL"); env && *env) return env;
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    for (auto dir = exe.parent_path(); !ec && dir.has_relative_path(); dir = dir.parent_path())
+        if (std::filesystem::exists(dir / kDemoModelPath / "config.json")) return dir / kDemoModelPath;
+    return kDemoModelPath;
+}
+
+void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
+    auto* model = cmd.add_option("--model,-m", o.model_dir, "Model directory (config.json + safetensors)");
+    if (model_required) {
+        model->required();
+    } else {
+        o.model_dir = default_model_dir();
+        model->description("Model directory (config.json + safetensors); default: the bundled demo model")
+            ->capture_default_str();
+    }
     cmd.add_option("--backend,-b", o.backend, "Backend: auto, cpu, cuda, vulkan, metal")->capture_default_str();
     cmd.add_option("--threads,-t", o.threads, "CPU threads (0 = all cores)")->capture_default_str();
     cmd.add_option("--ram-gb", o.ram_gb, "Hard RAM budget for cached experts, GB (0 = unlimited)")
+        ->capture_default_str();
+    cmd.add_option("--vram-gb", o.vram_gb,
+                   "Device memory for dense weights and the expert tier, GB (0 = free memory less a reserve)")
         ->capture_default_str();
     cmd.add_option("--expert-cache", o.expert_cache, "Cached experts per layer (0 = limited by --ram-gb only)")
         ->capture_default_str();
@@ -53,15 +78,25 @@ std::string bytes_human(uint64_t bytes) {
     return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, kUnits[u]);
 }
 
+void placement_print(Engine& engine) {
+    const Backend& b = engine.ops().backend();
+    fmt::print(
+        stderr, "ops run on {}{}\n", b.name(),
+        b.name() == "cpu" ? "" : "; an op it declines or fails runs on the cpu, counted (see the end)");
+}
+
 void stats_print(Engine& engine) {
     const OpCounters& c = engine.ops().counters();
     fmt::print(stderr, "ops on {}: {}\n", engine.ops().backend().name(), c.summary());
     if (c.total_fallbacks() > 0) {
         std::string per;
         for (const auto& [what, n] : c.fallback_by_format) per += fmt::format(" {}={}", what, n);
-        fmt::print(stderr, "fallbacks to cpu: {} ({}), transfers {}\n", c.total_fallbacks(), per,
-                   bytes_human(c.transfer_bytes));
+        fmt::print(stderr, "fallbacks to cpu: {} ({}), {} of them device faults, transfers {}\n",
+                   c.total_fallbacks(), per, c.total_faults(), bytes_human(c.transfer_bytes));
+    } else if (engine.ops().backend().name() != "cpu") {
+        fmt::print(stderr, "fallbacks to cpu: none\n");
     }
+    if (const std::string s = engine.ops().backend().stats(); !s.empty()) fmt::print(stderr, "{}\n", s);
     const StoreStats s = engine.model().store().stats();
     fmt::print(stderr,
                "experts: {} hits, {} misses (hit rate {:.1f}%), {} read at {:.2f} GB/s, {:.3f} s stalled on I/O, "

@@ -139,14 +139,15 @@ private:
 
         Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
         Routing r = ops_.route_softmax_topk(ops_.matmul(w.router, x2), cfg_.top_k, cfg_.norm_topk_prob);
-        Tensor y = moe_routed(ops_, *store_, l, x2, r, [this](const ExpertHandle& e) { return expert_weights(e); });
+        Tensor y = moe_routed(ops_, *store_, l, x2, r, [](const ExpertHandle& e) { return expert_weights(e); });
         return ops_.add(h1, y);
     }
 
-    ExpertWeights expert_weights(const ExpertHandle& e) {
-        return {e.expert(), ops_.weight(weight_view_of(e.part_info(0), e.part(0))),
-                ops_.weight(weight_view_of(e.part_info(1), e.part(1))),
-                ops_.weight(weight_view_of(e.part_info(2), e.part(2)))};
+    // Host views of the cached expert: moe_experts takes them as they are (a device backend keeps its own
+    // tier keyed by (layer, id), which moe_routed sets).
+    static ExpertWeights expert_weights(const ExpertHandle& e) {
+        return {e.expert(), weight_view_of(e.part_info(0), e.part(0)), weight_view_of(e.part_info(1), e.part(1)),
+                weight_view_of(e.part_info(2), e.part(2))};
     }
 
     Tensor last_row(const Tensor& h) {
@@ -185,6 +186,26 @@ private:
 };
 
 }  // namespace
+
+// The ops Olmoe::forward calls, at OLMoE-1B-7B's size (d_model 2048, 16 heads of 128, 64 experts top-8 of
+// d_ff 1024, vocab 50304, context 4096). Keep in sync with layer_forward().
+std::vector<OpUse> olmoe_ops() {
+    constexpr int64_t kDModel = 2048, kDff = 1024, kVocab = 50304, kExperts = 64, kCtx = 4096;
+    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16};
+    std::vector<Format> dense = stored;
+    dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
+    return {
+        {OpKind::embedding, stored, kVocab, kDModel, "token embedding"},
+        {OpKind::rms_norm, {Format::f32}, 1, kDModel, "input, post-attention, q/k and final norms"},
+        {OpKind::matmul, dense, kDModel, kDModel, "q/k/v/o projections, router, lm_head"},
+        {OpKind::clamp, {Format::f32}, 1, kDModel, "clip_qkv"},
+        {OpKind::rope, {Format::f32}, 1, kDModel, "neox rotary embedding"},
+        {OpKind::attention, {Format::f32}, kCtx, kDModel, "causal GQA over the KV cache"},
+        {OpKind::add, {Format::f32}, 1, kDModel, "residuals"},
+        {OpKind::route_softmax_topk, {Format::f32}, 1, kExperts, "softmax top-k router"},
+        {OpKind::moe_experts, stored, kDff, kDModel, "routed SwiGLU experts"},
+    };
+}
 
 std::unique_ptr<Model> olmoe_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
     return std::make_unique<Olmoe>(ckpt, ops, opts);

@@ -8,5 +8,6 @@
 namespace coli {
 
 std::unique_ptr<Model> olmoe_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
+std::vector<OpUse> olmoe_ops();
 
 }  // namespace coli

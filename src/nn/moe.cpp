@@ -24,7 +24,10 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
             store.prefetch(layer, std::span<const int32_t>(ids.data() + end, std::min(ids.size(), end + group) - end));
         std::vector<ExpertWeights> experts;
         experts.reserve(handles.size());
-        for (const ExpertHandle& h : handles) experts.push_back(weights_of(h));
+        for (const ExpertHandle& h : handles) {
+            experts.push_back(weights_of(h));
+            experts.back().layer = layer;  // (layer, id): the stable name a device's expert tier keys on
+        }
         ops.moe_experts(experts, r, x, y);
     }
     return y;

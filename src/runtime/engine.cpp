@@ -11,10 +11,15 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     check(opts.ram_gb >= 0, "--ram-gb must be >= 0, got {}", opts.ram_gb);
     check(opts.expert_cache >= 0, "--expert-cache must be >= 0, got {}", opts.expert_cache);
     check(opts.io_threads > 0, "--io-threads must be > 0, got {}", opts.io_threads);
-    if (opts.threads > 0) set_default_threads(opts.threads);
+    // An engine with its own thread count gets its own pool: replacing the process-wide one would pull it
+    // from under anyone holding it.
+    if (opts.threads > 0) own_pool_ = std::make_unique<ThreadPool>(opts.threads);
+    ThreadPool& pool = own_pool_ ? *own_pool_ : default_pool();
     ckpt_ = Checkpoint::open(opts.model_dir);
-    cpu_ = std::make_unique<CpuBackend>(default_pool());
-    backend_ = backend_create(opts.backend, default_pool());
+    cpu_ = std::make_unique<CpuBackend>(pool);
+    check(opts.vram_gb >= 0, "--vram-gb must be >= 0, got {}", opts.vram_gb);
+    backend_ = backend_create(opts.backend, pool,
+                              BackendOptions{static_cast<uint64_t>(opts.vram_gb * kBytesPerGB)});
     Backend& primary = backend_->name() == "cpu" ? *cpu_ : *backend_;
     ops_ = std::make_unique<Ops>(primary, *cpu_);
 

@@ -13,11 +13,14 @@
 
 namespace coli {
 
+class ThreadPool;
+
 struct EngineOptions {
     std::filesystem::path model_dir;
     std::string backend = "cpu";     // a name from backend_list(), or "auto"
     int threads = 0;                 // CPU threads; 0 = all cores
     double ram_gb = 0;               // expert cache budget in GB; 0 = unlimited
+    double vram_gb = 0;              // device budget for dense weights + the expert tier, GB; 0 = free less a reserve
     int expert_cache = 0;            // expert slots per layer; 0 = no limit
     int io_threads = 4;              // concurrent expert reads
     bool direct_io = true;           // O_DIRECT for expert reads where possible
@@ -39,6 +42,7 @@ public:
 
 private:
     EngineOptions opts_;
+    std::unique_ptr<ThreadPool> own_pool_;  // with --threads; else the process-wide pool
     std::unique_ptr<Checkpoint> ckpt_;
     std::unique_ptr<Backend> cpu_, backend_;
     std::unique_ptr<Ops> ops_;

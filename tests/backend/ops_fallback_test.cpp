@@ -90,19 +90,97 @@ TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
 
 TEST(BackendRegistry, UnknownAndUnavailableBackendsSayWhy) {
     ThreadPool pool(1);
-    EXPECT_EQ(backend_create("auto", pool)->name(), "cpu");
+    std::string first_available;
+    for (const BackendInfo& b : backend_list())
+        if (b.available && first_available.empty()) first_available = b.name;
+    EXPECT_EQ(backend_create("auto", pool)->name(), first_available)
+        << "auto takes the best available backend";
     try {
         backend_create("tpu", pool);
         FAIL() << "an unknown backend must be an error";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("known: auto"), std::string::npos) << e.what();
     }
+    bool cuda_available = false;
+    for (const BackendInfo& b : backend_list()) cuda_available |= b.name == "cuda" && b.available;
+    if (cuda_available) return;  // the error paths below need a machine without it
     try {
         backend_create("cuda", pool);
-        FAIL() << "a backend that is not compiled in must be an error";
+        FAIL() << "a backend that is not compiled in, or has no device, must be an error";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("-DCOLI_CUDA=ON"), std::string::npos) << e.what();
+        const std::string why = COLI_HAVE_CUDA ? "no usable CUDA device" : "-DCOLI_CUDA=ON";
+        EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
+}
+
+// Rule 3 under faults: an op that throws on the chosen backend runs on the CPU, with a warning and a
+// counter, and the result is the CPU's.
+class FaultingBackend final : public Backend {
+public:
+    explicit FaultingBackend(ThreadPool& pool) : inner_(pool) {}
+    std::string_view name() const override { return "faulting"; }
+    std::string description() const override { return "test backend whose matmul fails"; }
+    bool supports(const OpDesc&) const override { return true; }
+    Tensor tensor_new(int64_t r, int64_t c) override { return rehome(inner_.tensor_new(r, c)); }
+    void tensor_write(Tensor& t, std::span<const float> s) override { inner_.tensor_write(t, s); }
+    void tensor_read(const Tensor& t, std::span<float> d) override { inner_.tensor_read(t, d); }
+    Weight weight_upload(const Weight& w) override { return w; }
+    void embedding(const Weight& t, std::span<const int32_t> ids, Tensor& o) override {
+        inner_.embedding(t, ids, o);
+    }
+    void rms_norm(const Tensor& x, const Weight& w, float e, Tensor& o) override {
+        inner_.rms_norm(x, w, e, o);
+    }
+    void matmul(const Weight&, const Tensor&, Tensor&) override {
+        fail("faulting: matmul failed (injected)");
+    }
+    void add(const Tensor& a, const Tensor& b, Tensor& o) override { inner_.add(a, b, o); }
+    void clamp(Tensor& x, float lo, float hi) override { fail("faulting: clamp failed (injected)"); }
+    void rope(Tensor& x, const RopeParams& p, int64_t pos0) override { inner_.rope(x, p, pos0); }
+    void attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& c, const AttentionShape& s,
+                   int64_t pos0, Tensor& o) override {
+        inner_.attention(q, k, v, c, s, pos0, o);
+    }
+    Routing route_softmax_topk(const Tensor& l, int k, bool r) override {
+        return inner_.route_softmax_topk(l, k, r);
+    }
+    void moe_experts(std::span<const ExpertWeights> e, const Routing& r, const Tensor& x,
+                     Tensor& y) override {
+        inner_.moe_experts(e, r, x, y);
+    }
+
+private:
+    Tensor rehome(const Tensor& t) {
+        return Tensor(this, t.rows(), t.cols(), std::shared_ptr<void>(t.storage_shared()));
+    }
+    CpuBackend inner_;
+};
+
+TEST(OpsFallback, FaultsFallBackToTheCpuAndAreCounted) {
+    ThreadPool pool(2);
+    CpuBackend cpu(pool);
+    FaultingBackend gpu(pool);
+    Ops on_cpu(cpu, cpu), on_gpu(gpu, cpu);
+    const int64_t rows = 24, cols = 64, n = 2;
+    const std::vector<float> wf = random_floats(rows * cols, 3), xf = random_floats(n * cols, 4);
+    auto encoded = std::make_shared<EncodedWeight>(weight_encode(Format::bf16, wf.data(), rows, cols));
+    Weight w{encoded->view(), nullptr, encoded};
+    std::vector<float> results[2];
+    int i = 0;
+    for (Ops* ops : {&on_cpu, &on_gpu}) {
+        Tensor y = ops->matmul(w, ops->tensor_from(n, cols, xf));
+        ops->clamp(y, -0.1f, 0.1f);
+        EXPECT_EQ(y.backend(), &ops->backend());
+        results[i++] = ops->read(y);
+    }
+    EXPECT_EQ(results[0], results[1]) << "a fault must not change results";
+    const OpCounters& c = on_gpu.counters();
+    EXPECT_EQ(c.fallback[static_cast<size_t>(OpKind::matmul)], 1u);
+    EXPECT_EQ(c.faults[static_cast<size_t>(OpKind::matmul)], 1u);
+    EXPECT_EQ(c.native[static_cast<size_t>(OpKind::matmul)], 0u);
+    EXPECT_EQ(c.faults[static_cast<size_t>(OpKind::clamp)], 1u);
+    EXPECT_EQ(c.total_faults(), 2u);
+    EXPECT_EQ(c.fallback_by_format.at("matmul/bf16/fault"), 1u);
 }
 
 }  // namespace

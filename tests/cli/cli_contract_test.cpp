@@ -113,7 +113,37 @@ TEST(CliErrors, BadIdsAndBadBackend) {
                           "99999");
     expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1 --backend tpu", model)), "unknown backend");
     expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1 --backend cuda", model)),
-                          "-DCOLI_CUDA=ON");
+                          "backend 'cuda' is unavailable");  // not compiled in, or no device
+}
+
+}  // namespace
+}  // namespace coli
+
+namespace coli {
+namespace {
+
+// The text path end to end on the bundled demo model, against what transformers and the tokenizers
+// library produced when the model was made (models/demo/README.md, "Oracle"): the prompt text encodes to
+// the oracle's input ids, and the greedy continuation decodes to the oracle's text.
+TEST(CliText, RunWithATextPromptStreamsTheOracleContinuation) {
+    const auto r = test::coli_run(
+        "run \"In the beginning God created the heaven and the earth. And the earth was\" "
+        "--max-tokens 8 --temperature 0 --hot-set none");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, " without form, and void;\n");
+    EXPECT_NE(r.err.find("decode:"), std::string::npos) << "speed statistics go to stderr";
+}
+
+TEST(CliText, ChatKeepsTurnsAndAnswersCommands) {
+    TempDir tmp;
+    const fs::path input = tmp.path / "turns.txt";
+    std::ofstream(input) << "Hello\n/stats\nWho are you?\n/reset\n/exit\nnever read\n";
+    const auto r =
+        test::coli_run(fmt::format("chat --temperature 0 --max-tokens 24 --hot-set none < {}", input.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("context"), std::string::npos) << "/stats prints the session";
+    EXPECT_NE(r.err.find("conversation reset"), std::string::npos);
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << "two replies, one line each:\n" << r.out;
 }
 
 }  // namespace

@@ -1,0 +1,153 @@
+// `coli test-ops --bench` on CUDA: each kernel's speed beside its bound, measured in the same run.
+//   GEMV (decode, n = 1): weight bytes / time, beside a device-to-device copy (bytes read + written / time).
+//   GEMM (prefill): TFLOP/s of matmul_device per format beside plain cuBLAS bf16 (bf16 x, one pass).
+// Weights rotate over enough copies to exceed the L2 cache, so every call reads HBM.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/blas.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend_impl.h"
+#include "core/error.h"
+
+namespace coli {
+
+using cuda::cuda_check;
+
+namespace {
+
+constexpr int kWarmup = 5;                   // untimed calls before timing
+constexpr int kRepeats = 50;                 // timed calls; the median is reported
+constexpr uint64_t kCopyBytes = 2ull << 30;  // device-to-device copy size
+constexpr int kL2Multiple = 4;               // rotate weight copies until they span this many L2 sizes
+constexpr int kMaxCopies = 64;               // at most this many copies of one weight
+constexpr int64_t kPrefillTokens = 2048;     // tokens of the prefill GEMM
+constexpr double kGiga = 1e9, kTera = 1e12;
+
+struct Shape {
+    int64_t rows, cols;
+};
+// Real MoE shapes (DeepSeek V3 / Kimi expert down and gate: 7168 x 2048 and 2048 x 7168; GLM: 6144 x 2048)
+// and one matrix larger than the L2 on its own.
+constexpr Shape kShapes[] = {{7168, 2048}, {2048, 7168}, {6144, 2048}, {8192, 8192}};
+constexpr Format kFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
+                               Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
+
+// Median milliseconds of kRepeats calls of f on the stream.
+template <typename F>
+double time_ms(cudaStream_t s, F&& f) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int i = 0; i < kWarmup; ++i) f(i);
+    std::vector<float> ms(kRepeats);
+    for (int i = 0; i < kRepeats; ++i) {
+        cudaEventRecord(a, s);
+        f(i);
+        cudaEventRecord(b, s);
+        cuda_check(cudaEventSynchronize(b), "bench timing");
+        cudaEventElapsedTime(&ms[i], a, b);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::nth_element(ms.begin(), ms.begin() + kRepeats / 2, ms.end());
+    return ms[kRepeats / 2];
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+}  // namespace
+
+void cuda_bench_print() {
+    auto ctx = std::make_shared<cuda::Context>(0);
+    CudaBackend backend(ctx, 0);
+    cudaStream_t s = ctx->compute;
+    const uint64_t l2 = static_cast<uint64_t>(ctx->props.l2CacheSize);
+
+    // The bound: device-to-device copy.
+    cuda::Scratch<uint8_t> src(ctx, kCopyBytes), dst(ctx, kCopyBytes);
+    cuda_check(cudaMemsetAsync(src.get(), 1, kCopyBytes, s), "bench fill");
+    const double copy_ms = time_ms(
+        s, [&](int) { cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, s); });
+    const double copy_gbps = 2.0 * kCopyBytes / (copy_ms * 1e-3) / kGiga;
+    fmt::print("device: {}; L2 {:.0f} MB\n", ctx->props.name, l2 / 1e6);
+    fmt::print("device-to-device copy: {:.0f} GB/s (bytes read + written)\n\n", copy_gbps);
+
+    fmt::print("decode GEMV, n = 1 (weight bytes / time; bound: the copy above)\n");
+    fmt::print("{:<16} {:>14} {:>10} {:>10} {:>9}\n", "format", "shape", "us", "GB/s", "of copy");
+    const int64_t max_cols = 8192;
+    const std::vector<float> xh = random_floats(kPrefillTokens * max_cols, 7);
+    cuda::Scratch<float> x(ctx, xh.size()), y(ctx, kPrefillTokens * max_cols);
+    cuda_check(cudaMemcpyAsync(x.get(), xh.data(), xh.size() * sizeof(float), cudaMemcpyHostToDevice, s),
+               "bench x");
+
+    struct Gemm {
+        Format f;
+        Shape sh;
+        double ms;
+    };
+    std::vector<Gemm> gemms;
+    for (const Shape& sh : kShapes) {
+        const std::vector<float> wf = random_floats(static_cast<size_t>(sh.rows * sh.cols), 11);
+        for (Format f : kFormats) {
+            const EncodedWeight e = weight_encode(f, wf.data(), sh.rows, sh.cols);
+            const WeightView v = e.view();
+            const uint64_t bytes = cuda::device_bytes_of(v);
+            const int copies =
+                static_cast<int>(std::clamp<uint64_t>(kL2Multiple * l2 / bytes + 1, 1, kMaxCopies));
+            std::vector<std::shared_ptr<void>> mem;
+            std::vector<cuda::DeviceWeight> dw;
+            for (int c = 0; c < copies; ++c) {
+                mem.push_back(cuda::buffer_new(ctx, bytes, s));
+                dw.push_back(cuda::weight_copy_async(v, static_cast<uint8_t*>(mem.back().get()), s));
+            }
+            const double ms = time_ms(s, [&](int i) { cuda::gemv(dw[i % copies], x.get(), 1, y.get(), s); });
+            const double gbps = (v.data_bytes() + v.scale_bytes()) / (ms * 1e-3) / kGiga;
+            fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}%\n", format_name(f), sh.rows, sh.cols,
+                       ms * 1e3, gbps, 100.0 * gbps / copy_gbps);
+            if (sh.rows == kShapes[0].rows && sh.cols == kShapes[0].cols) {
+                const double gms = time_ms(s, [&](int i) {
+                    backend.matmul_device(dw[i % copies], x.get(), kPrefillTokens, y.get());
+                });
+                gemms.push_back({f, sh, gms});
+            }
+        }
+    }
+
+    // cuBLAS bf16 on the same shape: the tensor-core bound for prefill.
+    const Shape sh = kShapes[0];
+    cuda::Scratch<uint16_t> wb(ctx, sh.rows * sh.cols), xb(ctx, kPrefillTokens * sh.cols),
+        scratch(ctx, std::max(sh.rows, kPrefillTokens) * sh.cols);
+    cuda::split_bf16(x.get(), kPrefillTokens * sh.cols, xb.get(), scratch.get(), s);
+    cuda::split_bf16(x.get(), sh.rows * sh.cols, wb.get(), scratch.get(), s);
+    const float one = 1.0f, zero = 0.0f;
+    const double blas_ms = time_ms(s, [&](int) {
+        cuda::blas_api().gemm_ex(ctx->blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(sh.rows),
+                                 static_cast<int>(kPrefillTokens), static_cast<int>(sh.cols), &one, wb.get(),
+                                 CUDA_R_16BF, static_cast<int>(sh.cols), xb.get(), CUDA_R_16BF,
+                                 static_cast<int>(sh.cols), &zero, y.get(), CUDA_R_32F,
+                                 static_cast<int>(sh.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    });
+    const double flops = 2.0 * kPrefillTokens * sh.rows * sh.cols;
+    const double blas_tflops = flops / (blas_ms * 1e-3) / kTera;
+    fmt::print("\nprefill GEMM, n = {} tokens, {}x{} (bound: plain cuBLAS bf16, one pass, {:.1f} TFLOP/s)\n",
+               kPrefillTokens, sh.rows, sh.cols, blas_tflops);
+    fmt::print("{:<16} {:>10} {:>10} {:>9}\n", "format", "ms", "TFLOP/s", "of bf16");
+    for (const Gemm& g : gemms) {
+        const double tf = flops / (g.ms * 1e-3) / kTera;
+        fmt::print("{:<16} {:>10.3f} {:>10.1f} {:>8.0f}%\n", format_name(g.f), g.ms, tf,
+                   100.0 * tf / blas_tflops);
+    }
+    cuda_check(cudaStreamSynchronize(s), "bench");
+}
+
+}  // namespace coli

@@ -1,0 +1,293 @@
+// The CUDA backend: memory, weights, faults and the ops other than matmul and moe_experts.
+#include "backend/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/support.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace coli {
+
+using cuda::cuda_check;
+
+namespace {
+
+constexpr double kBytesPerGB = 1e9;
+constexpr double kBytesPerMB = 1e6;
+constexpr int kHeadDimBound = 512;                     // head_dim the attention smem check allows for
+constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";  // comma-separated op names that fail on purpose
+
+float* dev(Tensor& t) {
+    return static_cast<float*>(t.storage());
+}
+const float* dev(const Tensor& t) {
+    return static_cast<const float*>(t.storage());
+}
+
+void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what) {
+    check(t.rows() == rows && t.cols() == cols, "cuda {}: shape [{}, {}], expected [{}, {}]", what, t.rows(),
+          t.cols(), rows, cols);
+}
+
+void check_owner(const Tensor& t, const Backend* b, const char* what) {
+    check(t.backend() == b, "cuda {}: the tensor is held by another backend", what);
+}
+
+}  // namespace
+
+CudaProbe cuda_probe() {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess)
+        return {false,
+                fmt::format("no usable CUDA device: {} ({}); check the NVIDIA driver and that a GPU is "
+                            "visible (nvidia-smi), or use --backend cpu",
+                            cudaGetErrorString(err), cudaGetErrorName(err))};
+    if (count == 0) return {false, "no CUDA device found; use --backend cpu"};
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return {false, "cudaGetDeviceProperties failed"};
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return {true, cuda::device_summary(p, runtime)};
+}
+
+std::unique_ptr<Backend> cuda_backend_create(uint64_t vram_bytes) {
+    const CudaProbe p = cuda_probe();
+    check(p.ok, "backend 'cuda' is unavailable: {}", p.detail);
+    return std::make_unique<CudaBackend>(std::make_shared<cuda::Context>(0), vram_bytes);
+}
+
+CudaBackend::CudaBackend(std::shared_ptr<cuda::Context> ctx, uint64_t vram_bytes) : ctx_(std::move(ctx)) {
+    size_t free_bytes = 0, total_bytes = 0;
+    cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const uint64_t usable = free_bytes > kCudaVramReserve ? free_bytes - kCudaVramReserve : 0;
+    check(vram_bytes <= free_bytes, "--vram-gb {:.2f} exceeds the device's free memory ({:.2f} GB)",
+          vram_bytes / kBytesPerGB, free_bytes / kBytesPerGB);
+    budget_ = vram_bytes > 0 ? vram_bytes : usable;
+    if (const char* env = std::getenv(kFailEnv)) {
+        std::string list(env);
+        size_t start = 0;
+        while (start <= list.size()) {
+            const size_t end = std::min(list.find(',', start), list.size());
+            const std::string name = list.substr(start, end - start);
+            bool known = false;
+            for (size_t i = 0; i < fail_.size(); ++i)
+                if (op_name(static_cast<OpKind>(i)) == name) fail_[i] = known = true;
+            check(known || name.empty(), "{}: unknown op '{}'", kFailEnv, name);
+            start = end + 1;
+        }
+        log_warn("{}={}: those ops fail on cuda on purpose (fault injection)", kFailEnv, env);
+    }
+}
+
+std::string CudaBackend::description() const {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    std::string s = fmt::format("cuda ({}; VRAM budget {:.2f} GB: dense weights {:.1f} MB resident",
+                                cuda::device_summary(ctx_->props, runtime), budget_ / kBytesPerGB,
+                                dense_bytes_ / kBytesPerMB);
+    if (dense_on_host_ > 0)
+        s += fmt::format(", {:.1f} MB left on the host (their ops fall back)", dense_on_host_ / kBytesPerMB);
+    return s + ")";
+}
+
+std::string CudaBackend::stats() const {
+    if (!tier_) return "vram expert tier: unused";
+    const cuda::TierStats& t = tier_->stats();
+    return fmt::format(
+        "vram expert tier: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, "
+        "{:.1f} MB resident of {:.2f} GB",
+        t.hits, t.uploads, t.upload_bytes / kBytesPerMB, t.evictions, t.uncached,
+        t.resident_bytes / kBytesPerMB, tier_->capacity() / kBytesPerGB);
+}
+
+bool CudaBackend::supports(const OpDesc& d) const {
+    if (!cuda_supports(d)) return false;
+    const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding || d.op == OpKind::rms_norm;
+    if (dense_weight && d.weight != nullptr && d.weight->device == nullptr) return false;  // left on the host
+    if (d.op == OpKind::attention &&
+        cuda::attention_smem_bytes(d.rows, kHeadDimBound) > ctx_->props.sharedMemPerBlockOptin)
+        return false;  // the cache is longer than one block's scores can hold on this device
+    return true;
+}
+
+void CudaBackend::fault_check(OpKind op) const {
+    if (fail_[static_cast<size_t>(op)]) fail("cuda: {} failed: injected by {}", op_name(op), kFailEnv);
+}
+
+const cuda::DeviceWeight& CudaBackend::resident(const Weight& w, const char* op) {
+    check(w.device != nullptr, "cuda {}: the weight is not in VRAM (over the --vram-gb budget)", op);
+    return static_cast<const CudaResidentWeight*>(w.device.get())->view;
+}
+
+Tensor CudaBackend::tensor_new(int64_t rows, int64_t cols) {
+    check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
+    const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(float);
+    std::shared_ptr<void> mem = cuda::buffer_new(ctx_, bytes, ctx_->compute);
+    if (bytes > 0) cuda_check(cudaMemsetAsync(mem.get(), 0, bytes, ctx_->compute), "tensor zero-fill");
+    return Tensor(this, rows, cols, std::move(mem));
+}
+
+void CudaBackend::tensor_write(Tensor& t, std::span<const float> src) {
+    check(static_cast<int64_t>(src.size()) == t.numel(), "tensor_write: {} floats into {}", src.size(),
+          t.numel());
+    if (src.empty()) return;
+    // Pageable source: the call returns once the bytes are staged, so src may go away after it.
+    cuda_check(cudaMemcpyAsync(dev(t), src.data(), src.size_bytes(), cudaMemcpyHostToDevice, ctx_->compute),
+               "tensor_write");
+}
+
+void CudaBackend::tensor_read(const Tensor& t, std::span<float> dst) {
+    check(static_cast<int64_t>(dst.size()) == t.numel(), "tensor_read: {} floats from {}", dst.size(),
+          t.numel());
+    if (!dst.empty())
+        cuda_check(
+            cudaMemcpyAsync(dst.data(), dev(t), dst.size_bytes(), cudaMemcpyDeviceToHost, ctx_->compute),
+            "tensor_read");
+    cuda_check(cudaStreamSynchronize(ctx_->compute), "tensor_read (or an earlier kernel)");
+}
+
+Weight CudaBackend::weight_upload(const Weight& w) {
+    if (w.device != nullptr) return w;
+    const uint64_t bytes = cuda::device_bytes_of(w.host);
+    if (dense_bytes_ + bytes > budget_) {
+        dense_on_host_ += bytes;
+        return w;  // stays on the host; supports() declines its ops, Ops names it now and counts later
+    }
+    auto res = std::make_shared<CudaResidentWeight>();
+    res->memory = cuda::buffer_new(ctx_, bytes, ctx_->compute);
+    res->view = cuda::weight_copy_async(w.host, static_cast<uint8_t*>(res->memory.get()), ctx_->compute);
+    dense_bytes_ += bytes;
+    Weight out = w;
+    out.device = std::move(res);
+    return out;
+}
+
+void CudaBackend::embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) {
+    fault_check(OpKind::embedding);
+    const auto n = static_cast<int64_t>(ids.size());
+    check_shape(out, n, table.cols(), "embedding out");
+    for (int32_t id : ids)
+        check(id >= 0 && id < table.rows(), "token id {} is outside the vocabulary [0, {})", id,
+              table.rows());
+    const cuda::DeviceWeight& t = resident(table, "embedding");
+    cuda::Scratch<int32_t> dids(ctx_, ids.size());
+    cuda_check(
+        cudaMemcpyAsync(dids.get(), ids.data(), ids.size_bytes(), cudaMemcpyHostToDevice, ctx_->compute),
+        "embedding ids");
+    cuda::embedding(t, dids.get(), n, dev(out), ctx_->compute);
+}
+
+void CudaBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) {
+    fault_check(OpKind::rms_norm);
+    check(w.format() == Format::f32 && w.rows() * w.cols() == x.cols(), "rms_norm: weight must be f32 [{}]",
+          x.cols());
+    check_owner(x, this, "rms_norm x");
+    check_shape(out, x.rows(), x.cols(), "rms_norm out");
+    const cuda::DeviceWeight& g = resident(w, "rms_norm");
+    cuda::rms_norm(dev(x), static_cast<const float*>(g.data), eps, x.rows(), x.cols(), dev(out),
+                   ctx_->compute);
+}
+
+void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& y) {
+    fault_check(OpKind::matmul);
+    check_owner(x, this, "matmul x");
+    check_shape(x, x.rows(), w.cols(), "matmul x");
+    check_shape(y, x.rows(), w.rows(), "matmul y");
+    matmul_device(resident(w, "matmul"), dev(x), x.rows(), dev(y));
+}
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+    fault_check(OpKind::add);
+    check_owner(a, this, "add a");
+    check_owner(b, this, "add b");
+    check_shape(b, a.rows(), a.cols(), "add b");
+    check_shape(out, a.rows(), a.cols(), "add out");
+    cuda::add(dev(a), dev(b), dev(out), a.numel(), ctx_->compute);
+}
+
+void CudaBackend::clamp(Tensor& x, float lo, float hi) {
+    fault_check(OpKind::clamp);
+    cuda::clamp(dev(x), x.numel(), lo, hi, ctx_->compute);
+}
+
+const float* CudaBackend::inv_freq(const RopeParams& p) {
+    auto& slot = inv_freq_[{p.theta, p.rotary_dim}];
+    if (!slot) {
+        std::vector<float> inv(p.rotary_dim / 2);  // as the CPU computes it, in f32
+        for (size_t i = 0; i < inv.size(); ++i)
+            inv[i] = 1.0f / std::pow(p.theta, static_cast<float>(2 * i) / static_cast<float>(p.rotary_dim));
+        slot = cuda::buffer_new(ctx_, inv.size() * sizeof(float), ctx_->compute);
+        cuda_check(cudaMemcpyAsync(slot.get(), inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                   ctx_->compute),
+                   "rope table");
+    }
+    return static_cast<const float*>(slot.get());
+}
+
+void CudaBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
+    fault_check(OpKind::rope);
+    check(p.head_dim > 0 && x.cols() % p.head_dim == 0, "rope: {} columns are not whole heads of {}",
+          x.cols(), p.head_dim);
+    check(p.rotary_dim > 0 && p.rotary_dim <= p.head_dim && p.rotary_dim % 2 == 0, "rope: bad rotary_dim {}",
+          p.rotary_dim);
+    const cuda::RopeArgs a{p.head_dim, p.rotary_dim, p.style == RopeStyle::neox, p.attention_scaling};
+    cuda::rope(dev(x), x.rows(), x.cols(), inv_freq(p), a, pos0, ctx_->compute);
+}
+
+void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache,
+                            const AttentionShape& s, int64_t pos0, Tensor& out) {
+    fault_check(OpKind::attention);
+    const int64_t n = q.rows(), hd = s.head_dim;
+    const int64_t kv_width = static_cast<int64_t>(s.n_kv_heads) * hd;
+    check(s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0, "attention: {} heads over {} kv heads",
+          s.n_heads, s.n_kv_heads);
+    check_shape(q, n, s.n_heads * hd, "attention q");
+    check_shape(k, n, kv_width, "attention k");
+    check_shape(v, n, kv_width, "attention v");
+    check_shape(out, n, s.n_heads * hd, "attention out");
+    check_shape(cache.k, cache.k.rows(), kv_width, "attention k cache");
+    check(pos0 + n <= cache.k.rows(), "context full: {} tokens do not fit in a cache of {}", pos0 + n,
+          cache.k.rows());
+    for (const Tensor* t :
+         {&q, &k, &v, static_cast<const Tensor*>(&cache.k), static_cast<const Tensor*>(&cache.v)})
+        check_owner(*t, this, "attention");
+    const size_t bytes = static_cast<size_t>(n * kv_width) * sizeof(float);
+    cuda_check(cudaMemcpyAsync(dev(cache.k) + pos0 * kv_width, dev(k), bytes, cudaMemcpyDeviceToDevice,
+                               ctx_->compute),
+               "k cache write");
+    cuda_check(cudaMemcpyAsync(dev(cache.v) + pos0 * kv_width, dev(v), bytes, cudaMemcpyDeviceToDevice,
+                               ctx_->compute),
+               "v cache write");
+    const cuda::AttentionArgs a{s.n_heads, s.n_kv_heads, s.head_dim, s.scale};
+    cuda::attention(dev(q), dev(cache.k), dev(cache.v), n, pos0, a, dev(out), ctx_->compute);
+}
+
+Routing CudaBackend::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
+    fault_check(OpKind::route_softmax_topk);
+    const int64_t n = logits.rows(), n_experts = logits.cols();
+    check(k > 0 && k <= n_experts, "route_softmax_topk: k = {} of {} experts", k, n_experts);
+    Routing r{n, k, std::vector<int32_t>(n * k), std::vector<float>(n * k)};
+    if (n == 0) return r;
+    cuda::Scratch<int32_t> ids(ctx_, n * k);
+    cuda::Scratch<float> weights(ctx_, n * k);
+    cuda::route_softmax_topk(dev(logits), n, n_experts, k, renormalize, ids.get(), weights.get(),
+                             ctx_->compute);
+    cuda_check(cudaMemcpyAsync(r.experts.data(), ids.get(), n * k * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                               ctx_->compute),
+               "router ids");
+    cuda_check(cudaMemcpyAsync(r.weights.data(), weights.get(), n * k * sizeof(float), cudaMemcpyDeviceToHost,
+                               ctx_->compute),
+               "router weights");
+    cuda_check(cudaStreamSynchronize(ctx_->compute), "router");
+    return r;
+}
+
+}  // namespace coli

@@ -1,0 +1,75 @@
+// The CUDA backend: every op of backend.h on one device, for every weight format of format.h.
+//
+// Placement: dense weights are copied to VRAM by weight_upload within the budget (--vram-gb); a weight
+// beyond it stays on the host and its ops are declined (the dispatcher runs them on the CPU, counted).
+// Routed experts arrive as host views and go through the VRAM expert tier. Activations (Tensor storage)
+// are device memory; only tensor_read / tensor_write and the router's result cross to the host.
+// Faults: COLI_CUDA_FAIL_OP=op[,op...] makes those ops throw, to exercise the counted CPU fallback.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "backend/backend.h"
+#include "backend/cuda/context.h"
+#include "backend/cuda/expert_tier.h"
+#include "backend/cuda/kernels.h"
+
+namespace coli {
+
+// Device memory kept free for activations, KV caches, scratch and cuBLAS when --vram-gb is not given.
+inline constexpr uint64_t kCudaVramReserve = 4ull << 30;
+
+// A dense weight's device copy, held in Weight::device.
+struct CudaResidentWeight {
+    cuda::DeviceWeight view;       // what the kernels read
+    std::shared_ptr<void> memory;  // codes and scales
+};
+
+class CudaBackend final : public Backend {
+public:
+    CudaBackend(std::shared_ptr<cuda::Context> ctx, uint64_t vram_bytes);
+
+    std::string_view name() const override { return "cuda"; }
+    std::string description() const override;
+    bool supports(const OpDesc& d) const override;
+    std::string stats() const override;
+
+    Tensor tensor_new(int64_t rows, int64_t cols) override;
+    void tensor_write(Tensor& t, std::span<const float> src) override;
+    void tensor_read(const Tensor& t, std::span<float> dst) override;
+    Weight weight_upload(const Weight& w) override;
+
+    void embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) override;
+    void rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) override;
+    void matmul(const Weight& w, const Tensor& x, Tensor& y) override;
+    void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+    void clamp(Tensor& x, float lo, float hi) override;
+    void rope(Tensor& x, const RopeParams& p, int64_t pos0) override;
+    void attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache, const AttentionShape& s,
+                   int64_t pos0, Tensor& out) override;
+    Routing route_softmax_topk(const Tensor& logits, int k, bool renormalize) override;
+    void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
+                     Tensor& y) override;
+
+    // y = x w^T on device memory, choosing GEMV or GEMM by n (matmul.cpp).     x: [n, w.cols]; y: [n, w.rows]
+    void matmul_device(const cuda::DeviceWeight& w, const float* x, int64_t n, float* y);
+    const std::shared_ptr<cuda::Context>& context() const { return ctx_; }
+
+private:
+    void fault_check(OpKind op) const;  // throws coli::Error when COLI_CUDA_FAIL_OP names op
+    static const cuda::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
+    const float* inv_freq(const RopeParams& p);  // cached per (theta, rotary_dim)
+
+    std::shared_ptr<cuda::Context> ctx_;
+    uint64_t budget_ = 0;                     // bytes for dense weights + expert tier
+    uint64_t dense_bytes_ = 0;                // dense weights resident
+    uint64_t dense_on_host_ = 0;              // dense weights left on the host (over budget)
+    std::unique_ptr<cuda::ExpertTier> tier_;  // made at the first moe_experts, with what dense left
+    std::array<bool, static_cast<size_t>(OpKind::count_)> fail_{};     // ops with an injected fault
+    std::map<std::pair<float, int>, std::shared_ptr<void>> inv_freq_;  // rope tables on the device
+};
+
+}  // namespace coli

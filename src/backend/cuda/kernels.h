@@ -1,0 +1,73 @@
+// Launchers of the CUDA kernels (defined in the .cu files beside this). Plain pointers to device memory,
+// all [rows, cols] row-major f32 unless named otherwise; every launch is asynchronous on `s` and checks
+// the launch error.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "formats/format.h"
+
+namespace coli::cuda {
+
+// An encoded weight matrix in device memory, in the layout of format.h (scales copied to aligned memory).
+struct DeviceWeight {
+    Format format = Format::f32;   // encoding of data / scales
+    int64_t rows = 0;              // output features
+    int64_t cols = 0;              // input features
+    const void* data = nullptr;    // codes
+    const void* scales = nullptr;  // per-format scales, nullptr for f32/bf16/f16
+};
+
+// Throws coli::Error naming `what` and CUDA's message when err is not cudaSuccess.
+void cuda_check(cudaError_t err, const char* what);
+
+// y[t][r] = dot(x[t], row r of w) for t < n <= kCudaGemvMaxTokens.        x: [n, cols]; y: [n, rows]
+void gemv(const DeviceWeight& w, const float* x, int64_t n, float* y, cudaStream_t s);
+// out[r - r0][c] = decoded w[r][c] for r in [r0, r1).                      out: [r1 - r0, cols] f32
+void dequant_f32(const DeviceWeight& w, int64_t r0, int64_t r1, float* out, cudaStream_t s);
+// x = hi + lo with hi = bf16(x), lo = bf16(x - hi): two bf16 GEMMs then give a near-f32 product.
+void split_bf16(const float* x, int64_t count, uint16_t* hi, uint16_t* lo, cudaStream_t s);
+
+// out[i] = decoded row ids[i] of table (ids on the device).                out: [n, table.cols]
+void embedding(const DeviceWeight& table, const int32_t* ids, int64_t n, float* out, cudaStream_t s);
+// out = x / sqrt(mean(x^2) + eps) * w per row.                              x, out: [n, d]; w: [d]
+void rms_norm(const float* x, const float* w, float eps, int64_t n, int64_t d, float* out, cudaStream_t s);
+void add(const float* a, const float* b, float* out, int64_t count, cudaStream_t s);  // out = a + b
+void clamp(float* x, int64_t count, float lo, float hi, cudaStream_t s);              // in place
+
+// Rotary embedding in place; inv_freq[rotary_dim / 2] on the device.       x: [n, cols], cols = heads *
+// head_dim
+struct RopeArgs {
+    int head_dim;             // stride between heads
+    int rotary_dim;           // dims rotated per head
+    bool neox;                // neox pairs (i, i + half), else interleaved (2i, 2i + 1)
+    float attention_scaling;  // multiplies cos and sin
+};
+void rope(float* x, int64_t n, int64_t cols, const float* inv_freq, const RopeArgs& a, int64_t pos0,
+          cudaStream_t s);
+
+// Causal attention of q over cache rows [0, pos0 + i] for query i (k, v already written to the cache).
+struct AttentionArgs {
+    int n_heads, n_kv_heads, head_dim;  // GQA layout
+    float scale;                        // softmax scale
+};
+// Shared memory one attention block needs for n_keys keys, in bytes.
+size_t attention_smem_bytes(int64_t n_keys, int head_dim);
+void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n, int64_t pos0,
+               const AttentionArgs& a, float* out, cudaStream_t s);
+
+// Softmax over each row, top k (ties to the lower id), optionally renormalized.  logits: [n, n_experts]
+void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k, bool renormalize,
+                        int32_t* ids, float* weights, cudaStream_t s);
+
+// out[i] = x[rows[i]].                                                      x: [*, d]; out: [m, d]
+void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t m, float* out, cudaStream_t s);
+// out = silu(gate) * up.
+void swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
+// y[rows[i]] += src[i] * gains[i].                                          src: [m, d]; y: [*, d]
+void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* gains, int64_t m, float* y,
+                 cudaStream_t s);
+
+}  // namespace coli::cuda

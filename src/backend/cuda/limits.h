@@ -1,0 +1,22 @@
+// The CUDA kernels' size limits and path thresholds: plain constants, shared by the kernels (C++17, nvcc)
+// and the host code.
+#pragma once
+
+#include <cstdint>
+
+namespace coli {
+
+// Decode GEMV handles up to this many tokens per pass over the weights; more tokens take the GEMM path.
+inline constexpr int64_t kCudaGemvMaxTokens = 8;
+// Tokens from which bf16 / f32 weights go to cuBLAS (tensor cores for bf16) instead of repeated GEMV passes.
+inline constexpr int64_t kCudaBlasMinTokens = 16;
+// Tokens from which the other formats are dequantized to f32 for cuBLAS: the dequantization writes 4 bytes
+// per weight, which pays only when many GEMV passes (each reading the packed weight) are saved.
+inline constexpr int64_t kCudaDequantMinTokens = 128;
+// The attention kernel keeps one row of scores in shared memory: 200 KB of the H100/H200's 227 KB per
+// block, in floats. Longer caches fall back to the CPU until a tiled (flash) kernel lands.
+inline constexpr int64_t kCudaAttentionMaxKeys = 200 * 1024 / 4;
+// The router kernel keeps one token's probabilities in shared memory.
+inline constexpr int64_t kCudaRouteMaxExperts = 16384;
+
+}  // namespace coli

@@ -1,0 +1,25 @@
+#include "backend/cuda/support.h"
+
+namespace coli {
+
+bool cuda_supports(const OpDesc& d) {
+    switch (d.op) {
+        case OpKind::embedding:
+        case OpKind::rms_norm:
+        case OpKind::matmul:
+        case OpKind::add:
+        case OpKind::clamp:
+        case OpKind::rope:
+        case OpKind::moe_experts:
+            return true;  // every weight format, any shape (odd shapes take the scalar kernels)
+        case OpKind::attention:
+            return d.rows <= kCudaAttentionMaxKeys;  // rows: the cache length
+        case OpKind::route_softmax_topk:
+            return d.cols <= kCudaRouteMaxExperts;
+        case OpKind::count_:
+            break;
+    }
+    return false;
+}
+
+}  // namespace coli

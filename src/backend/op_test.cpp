@@ -1,0 +1,383 @@
+#include "backend/op_test.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "core/error.h"
+
+namespace coli {
+
+namespace {
+
+// Inputs: deterministic normal values (never zeros, which hide unwritten outputs).
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+// A host weight owning its encoded bytes.
+Weight weight_random(Format f, int64_t rows, int64_t cols, uint32_t seed) {
+    const std::vector<float> w = random_floats(static_cast<size_t>(rows * cols), seed, 0.5f);
+    auto e = std::make_shared<EncodedWeight>(weight_encode(f, w.data(), rows, cols));
+    return Weight{e->view(), nullptr, e};
+}
+
+bool format_fits(Format f, int64_t cols) {
+    try {
+        format_check_shape(f, 1, cols);
+        return true;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
+Tensor tensor_on(Backend& b, int64_t rows, int64_t cols, const std::vector<float>& v) {
+    Tensor t = b.tensor_new(rows, cols);
+    b.tensor_write(t, v);
+    return t;
+}
+
+std::vector<float> tensor_host(Backend& b, const Tensor& t) {
+    std::vector<float> v(t.numel());
+    b.tensor_read(t, v);
+    return v;
+}
+
+double normalized_error(const std::vector<float>& got, const std::vector<float>& want) {
+    if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const double d = static_cast<double>(got[i]) - want[i];
+        diff += d * d;
+        norm += static_cast<double>(want[i]) * want[i];
+    }
+    if (std::isnan(diff)) return std::numeric_limits<double>::quiet_NaN();
+    return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+constexpr Format kAllFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
+                                  Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
+
+using Run = std::function<std::vector<float>(Backend&)>;
+
+class Grid {
+public:
+    Grid(Backend& b, Backend& ref) : b_(b), ref_(ref) {}
+    std::vector<OpCheck> take() { return std::move(out_); }
+
+    // Runs one case on b when it supports d; expected: the reference's output.
+    void check_case(const OpDesc& d, std::string shape, double tol, const Run& run,
+                    const std::vector<float>& expected) {
+        OpCheck c{d.op, d.format, std::move(shape), OpCheckStatus::pass, 0, tol, {}};
+        if (!b_.supports(d)) {
+            c.status = OpCheckStatus::fallback;
+        } else {
+            try {
+                c.error = normalized_error(run(b_), expected);
+                if (!(c.error <= tol)) c.status = OpCheckStatus::fail;
+            } catch (const std::exception& e) {
+                c.status = OpCheckStatus::fail;
+                c.note = e.what();
+            }
+        }
+        out_.push_back(std::move(c));
+    }
+    void check_same(const OpDesc& d, std::string shape, double tol, const Run& run) {
+        check_case(d, std::move(shape), tol, run, run(ref_));
+    }
+
+    void matmul_cases() {
+        struct S {
+            int64_t rows, cols;
+        };
+        // Whole 16-byte chunks, odd row counts, and columns that are not whole chunks (scalar kernels).
+        const S shapes[] = {{64, 256}, {37, 96}, {300, 200}, {256, 1024}};
+        const int64_t tokens[] = {1, 3, 8, 17, 130};  // GEMV, GEMV groups, cuBLAS, dequantized GEMM
+        uint32_t seed = 100;
+        for (Format f : kAllFormats)
+            for (const S& s : shapes) {
+                if (!format_fits(f, s.cols)) continue;
+                const Weight w = weight_random(f, s.rows, s.cols, ++seed);
+                const Weight wb = b_.weight_upload(w);
+                for (int64_t n : tokens) {
+                    const std::vector<float> x = random_floats(n * s.cols, ++seed);
+                    std::vector<float> want(n * s.rows);
+                    matmul_ref(w.host, x.data(), n, want.data());
+                    check_case(
+                        {OpKind::matmul, f, s.rows, s.cols, n, &wb},
+                        fmt::format("[{}x{}] n={}", s.rows, s.cols, n), kOpTolDot,
+                        [&](Backend& b) {
+                            Tensor y = b.tensor_new(n, s.rows);
+                            b.matmul(wb, tensor_on(b, n, s.cols, x), y);
+                            return tensor_host(b, y);
+                        },
+                        want);
+                }
+            }
+    }
+
+    void embedding_cases() {
+        uint32_t seed = 200;
+        for (Format f : kAllFormats)
+            for (int64_t cols : {256, 96}) {
+                if (!format_fits(f, cols)) continue;
+                const int64_t vocab = 50;
+                const Weight w = weight_random(f, vocab, cols, ++seed);
+                const Weight wb = b_.weight_upload(w);
+                for (const std::vector<int32_t>& ids :
+                     {std::vector<int32_t>{7}, std::vector<int32_t>{0, 49, 3, 3, 12}}) {
+                    const auto n = static_cast<int64_t>(ids.size());
+                    auto run = [&](Backend& b) {
+                        Tensor out = b.tensor_new(n, cols);
+                        b.embedding(&b == &b_ ? wb : w, ids, out);
+                        return tensor_host(b, out);
+                    };
+                    check_same({OpKind::embedding, f, vocab, cols, n, &wb},
+                               fmt::format("[{}x{}] n={}", vocab, cols, n), kOpTolExact, run);
+                }
+            }
+    }
+
+    void rms_norm_cases() {
+        uint32_t seed = 300;
+        for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 256}, {7, 2048}, {5, 100}}) {
+            const std::vector<float> g = random_floats(d, ++seed);
+            auto gw = std::make_shared<std::vector<float>>(g);
+            const Weight w{WeightView{Format::f32, 1, d, gw->data(), nullptr}, nullptr, gw};
+            const Weight wb = b_.weight_upload(w);
+            const std::vector<float> x = random_floats(n * d, ++seed, 3.0f);
+            auto run = [&](Backend& b) {
+                Tensor out = b.tensor_new(n, d);
+                b.rms_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, 1e-5f, out);
+                return tensor_host(b, out);
+            };
+            check_same({OpKind::rms_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
+                       kOpTolRowReduce, run);
+        }
+    }
+
+    void elementwise_cases() {
+        uint32_t seed = 400;
+        for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 64}, {9, 1000}}) {
+            const std::vector<float> a = random_floats(n * d, ++seed), c = random_floats(n * d, ++seed);
+            check_same({OpKind::add, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
+                       [&](Backend& b) {
+                           Tensor out = b.tensor_new(n, d);
+                           b.add(tensor_on(b, n, d, a), tensor_on(b, n, d, c), out);
+                           return tensor_host(b, out);
+                       });
+            check_same({OpKind::clamp, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
+                       [&](Backend& b) {
+                           Tensor t = tensor_on(b, n, d, a);
+                           b.clamp(t, -0.5f, 0.75f);
+                           return tensor_host(b, t);
+                       });
+        }
+    }
+
+    void rope_cases() {
+        uint32_t seed = 500;
+        struct S {
+            RopeStyle style;
+            int head_dim, rotary_dim, heads;
+            int64_t n, pos0;
+            float scaling;
+        };
+        const S cases[] = {{RopeStyle::neox, 64, 64, 4, 1, 5, 1.0f},
+                           {RopeStyle::neox, 128, 64, 2, 6, 0, 1.0f},
+                           {RopeStyle::interleaved, 64, 64, 3, 4, 1000, 0.8f},
+                           {RopeStyle::interleaved, 72, 32, 2, 1, 70000, 1.0f}};
+        for (const S& s : cases) {
+            const int64_t cols = int64_t{s.head_dim} * s.heads;
+            const std::vector<float> x = random_floats(s.n * cols, ++seed);
+            const RopeParams p{s.style, s.head_dim, s.rotary_dim, 10000.0f, s.scaling};
+            check_same({OpKind::rope, Format::f32, s.n, cols, s.n},
+                       fmt::format("{} hd={} rot={} n={} pos={}",
+                                   s.style == RopeStyle::neox ? "neox" : "interleaved", s.head_dim,
+                                   s.rotary_dim, s.n, s.pos0),
+                       kOpTolRowReduce, [&](Backend& b) {
+                           Tensor t = tensor_on(b, s.n, cols, x);
+                           b.rope(t, p, s.pos0);
+                           return tensor_host(b, t);
+                       });
+        }
+    }
+
+    void attention_cases() {
+        uint32_t seed = 600;
+        struct S {
+            int heads, kv_heads, head_dim;
+            int64_t n, pos0, ctx;
+        };
+        // MHA, GQA, MQA; decode (n = 1 after a prefix) and prefill; an odd head_dim.
+        const S cases[] = {{4, 4, 64, 1, 10, 32},
+                           {8, 2, 128, 7, 0, 16},
+                           {6, 1, 72, 5, 3, 64},
+                           {8, 2, 64, 1, 200, 256},
+                           {4, 2, 32, 40, 0, 40}};
+        for (const S& s : cases) {
+            const int64_t qw = int64_t{s.heads} * s.head_dim, kvw = int64_t{s.kv_heads} * s.head_dim;
+            const std::vector<float> q = random_floats(s.n * qw, ++seed),
+                                     k = random_floats(s.n * kvw, ++seed),
+                                     v = random_floats(s.n * kvw, ++seed),
+                                     kc = random_floats(s.ctx * kvw, ++seed),
+                                     vc = random_floats(s.ctx * kvw, ++seed);
+            const AttentionShape shape{s.heads, s.kv_heads, s.head_dim, 1.0f / std::sqrt(float(s.head_dim))};
+            check_same(
+                {OpKind::attention, Format::f32, s.ctx, qw, s.n},
+                fmt::format("H={} Hkv={} hd={} n={} pos={}", s.heads, s.kv_heads, s.head_dim, s.n, s.pos0),
+                kOpTolDot, [&](Backend& b) {
+                    KvCache cache{tensor_on(b, s.ctx, kvw, kc), tensor_on(b, s.ctx, kvw, vc)};
+                    Tensor out = b.tensor_new(s.n, qw);
+                    b.attention(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, kvw, k),
+                                tensor_on(b, s.n, kvw, v), cache, shape, s.pos0, out);
+                    std::vector<float> all = tensor_host(b, out);  // and the cache rows it wrote
+                    for (const Tensor* t : {&cache.k, &cache.v}) {
+                        const std::vector<float> c = tensor_host(b, *t);
+                        all.insert(all.end(), c.begin(), c.end());
+                    }
+                    return all;
+                });
+        }
+    }
+
+    void route_cases() {
+        uint32_t seed = 700;
+        struct S {
+            int64_t n, experts;
+            int k;
+            bool renormalize;
+        };
+        const S cases[] = {{1, 64, 8, false}, {5, 64, 8, true}, {3, 60, 4, true}, {2, 384, 8, false}};
+        for (const S& s : cases) {
+            const std::vector<float> logits = random_floats(s.n * s.experts, ++seed, 2.0f);
+            check_same({OpKind::route_softmax_topk, Format::f32, s.n, s.experts, s.n},
+                       fmt::format("n={} E={} k={}{}", s.n, s.experts, s.k, s.renormalize ? " renorm" : ""),
+                       kOpTolRowReduce, [&](Backend& b) {
+                           const Routing r =
+                               b.route_softmax_topk(tensor_on(b, s.n, s.experts, logits), s.k, s.renormalize);
+                           std::vector<float> v(r.weights);  // ids as floats: any different choice fails
+                           for (int32_t id : r.experts) v.push_back(static_cast<float>(id));
+                           return v;
+                       });
+        }
+    }
+
+    void moe_cases() {
+        uint32_t seed = 800;
+        const int64_t d_model = 128, d_ff = 64;
+        const int n_experts = 8, k = 2;
+        for (Format f : kAllFormats) {
+            // (layer, id) names an expert for device tiers: one layer per format, as a model's layers would
+            // be.
+            const auto layer = static_cast<int32_t>(f);
+            std::vector<ExpertWeights> experts;
+            for (int e = 0; e < n_experts; ++e)
+                experts.push_back({e, weight_random(f, d_ff, d_model, ++seed),
+                                   weight_random(f, d_ff, d_model, ++seed),
+                                   weight_random(f, d_model, d_ff, ++seed), layer});
+            for (int64_t n : {1, 5, 40}) {
+                const std::vector<float> x = random_floats(n * d_model, ++seed),
+                                         y0 = random_floats(n * d_model, ++seed);
+                const std::vector<float> logits = random_floats(n * n_experts, ++seed, 2.0f);
+                const Routing r = ref_.route_softmax_topk(tensor_on(ref_, n, n_experts, logits), k, true);
+                const Weight& g = experts.front().gate;
+                check_same({OpKind::moe_experts, f, g.rows(), g.cols(), n, &g},
+                           fmt::format("E={} k={} d={} ff={} n={}", n_experts, k, d_model, d_ff, n),
+                           kOpTolDot, [&](Backend& b) {
+                               Tensor y = tensor_on(b, n, d_model, y0);
+                               b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
+                               return tensor_host(b, y);
+                           });
+            }
+        }
+    }
+
+private:
+    Backend& b_;
+    Backend& ref_;
+    std::vector<OpCheck> out_;
+};
+
+}  // namespace
+
+std::vector<OpCheck> op_test_backend(Backend& b, Backend& reference) {
+    Grid g(b, reference);
+    g.embedding_cases();
+    g.rms_norm_cases();
+    g.matmul_cases();
+    g.elementwise_cases();
+    g.rope_cases();
+    g.attention_cases();
+    g.route_cases();
+    g.moe_cases();
+    return g.take();
+}
+
+std::string op_test_matrix(const std::vector<OpTestColumn>& columns) {
+    // Row key (op, format) in contract order; cell: "ok 12/12 (max err 3e-07 <= 2e-05)".
+    struct Cell {
+        int pass = 0, fail = 0, fallback = 0;
+        double max_error = 0, tolerance = 0;
+    };
+    std::map<std::pair<int, int>, std::map<size_t, Cell>> rows;
+    for (size_t c = 0; c < columns.size(); ++c)
+        for (const OpCheck& k : columns[c].checks) {
+            Cell& cell = rows[{static_cast<int>(k.op), static_cast<int>(k.format)}][c];
+            if (k.status == OpCheckStatus::pass) ++cell.pass;
+            if (k.status == OpCheckStatus::fail) ++cell.fail;
+            if (k.status == OpCheckStatus::fallback) ++cell.fallback;
+            if (k.status != OpCheckStatus::fallback && !(k.error <= cell.max_error)) cell.max_error = k.error;
+            cell.tolerance = k.tolerance;
+        }
+    constexpr int kOpWidth = 20, kFormatWidth = 16, kCellWidth = 40;
+    std::string out = fmt::format("{:<{}} {:<{}}", "op", kOpWidth, "format", kFormatWidth);
+    for (const auto& col : columns) out += fmt::format(" {:<{}}", col.backend, kCellWidth);
+    out += "\n";
+    for (const auto& [key, cells] : rows) {
+        out += fmt::format("{:<{}} {:<{}}", op_name(static_cast<OpKind>(key.first)), kOpWidth,
+                           format_name(static_cast<Format>(key.second)), kFormatWidth);
+        for (size_t c = 0; c < columns.size(); ++c) {
+            std::string text;
+            if (!columns[c].skipped.empty()) {
+                text = "SKIPPED";
+            } else if (auto it = cells.find(c); it != cells.end()) {
+                const Cell& k = it->second;
+                const int total = k.pass + k.fail + k.fallback;
+                if (k.fail > 0)
+                    text = fmt::format("FAIL {}/{} (err {:.1e} > {:.0e})", k.fail, total, k.max_error,
+                                       k.tolerance);
+                else if (k.fallback == total)
+                    text = "fallback (declined)";
+                else
+                    text = fmt::format("ok {}/{}{} (err {:.1e} <= {:.0e})", k.pass, total,
+                                       k.fallback ? fmt::format(" +{} fallback", k.fallback) : "",
+                                       k.max_error, k.tolerance);
+            } else {
+                text = "-";
+            }
+            out += fmt::format(" {:<{}}", text, kCellWidth);
+        }
+        out += "\n";
+    }
+    for (const auto& col : columns) {
+        if (!col.skipped.empty()) out += fmt::format("SKIPPED {}: {}\n", col.backend, col.skipped);
+        for (const OpCheck& k : col.checks)
+            if (k.status == OpCheckStatus::fail)
+                out += fmt::format("FAIL {} {} {} {}: error {:.3e} > {:.1e}{}\n", col.backend, op_name(k.op),
+                                   format_name(k.format), k.shape, k.error, k.tolerance,
+                                   k.note.empty() ? "" : " (" + k.note + ")");
+    }
+    return out;
+}
+
+}  // namespace coli

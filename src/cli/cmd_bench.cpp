@@ -1,0 +1,437 @@
+// `coli bench`: speeds beside their bounds, measured in the same run on the same machine (DESIGN.md,
+// "Performance is measured, as ratios in one run").
+//   matmul:  decode matmul (one token) per weight format, weight GB/s beside memcpy GB/s of a buffer of
+//            the same size (and beside a plain read of it, the tighter bound for a kernel that only reads).
+//   --model: expert streaming under a RAM budget: the store's read GB/s beside raw O_DIRECT reads of the
+//            same files, and decode tok/s beside the disk bound and the memory bound, with the hit rate and
+//            the routing statistics that say whether the run exercised the cache honestly.
+// Every figure is the median of repetitions. Timings are reported, never asserted.
+#include <fmt/format.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "core/timer.h"
+#include "formats/format.h"
+#include "io/file.h"
+#include "runtime/session.h"
+#include "store/expert_store.h"
+#include "synth/random_weight.h"
+
+namespace coli {
+namespace {
+
+constexpr double kMB = 1e6;
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr int64_t kMatmulCols = 4096;             // a typical d_model; a multiple of every format's group
+constexpr int64_t kMatmulRowMultiple = 128;       // whole fp8 scale blocks
+constexpr size_t kCopyGrainBytes = 4 * kMiB;      // per-thread piece of the memcpy / read bounds
+constexpr size_t kDiskBlockBytes = 8 * kMiB;      // raw disk reads: large sequential O_DIRECT blocks
+constexpr size_t kMemoryProbeBytes = 256 * kMiB;  // larger than the caches, quick to read
+constexpr uint64_t kBenchSeed = 0x5eed;
+
+struct BenchArgs {
+    int threads = 0;
+    std::string simd;
+    int reps = 5;
+    double matmul_mb = 256;
+    std::string formats = "f32,bf16,f16,int8,int4-g64,mxfp4,fp8-e4m3-block";
+    bool no_matmul = false;
+    // --model
+    EngineOptions engine;
+    int tokens = 32;
+    int prompt_tokens = 8;
+    int decode_reps = 3;
+    double disk_gb = 2;
+    uint64_t seed = 0;
+};
+
+double median(std::vector<double> v) {
+    check(!v.empty(), "median of nothing");
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
+            return line.substr(line.find(':') + 2);
+    }
+    utsname u{};
+    return ::uname(&u) == 0 ? u.machine : "unknown cpu";
+}
+
+// ---- memory bounds -------------------------------------------------------------------------------------
+
+// Copies src to dst on the pool, each thread a contiguous share.
+void parallel_copy(uint8_t* dst, const uint8_t* src, size_t n, ThreadPool& pool) {
+    const auto pieces = static_cast<int64_t>((n + kCopyGrainBytes - 1) / kCopyGrainBytes);
+    pool.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
+        const size_t begin = size_t(p0) * kCopyGrainBytes, end = std::min(n, size_t(p1) * kCopyGrainBytes);
+        std::memcpy(dst + begin, src + begin, end - begin);
+    });
+}
+
+// Reads every byte of src on the pool (a sum the compiler cannot drop): what a kernel that only reads
+// its weights could reach at best.
+uint64_t parallel_read(const uint8_t* src, size_t n, ThreadPool& pool) {
+    const auto pieces = static_cast<int64_t>((n + kCopyGrainBytes - 1) / kCopyGrainBytes);
+    std::atomic<uint64_t> total{0};
+    pool.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
+        const size_t begin = size_t(p0) * kCopyGrainBytes, end = std::min(n, size_t(p1) * kCopyGrainBytes);
+        uint64_t s[4] = {0, 0, 0, 0}, w;
+        size_t i = begin;
+        for (; i + 4 * sizeof w <= end; i += 4 * sizeof w) {
+            for (int j = 0; j < 4; ++j) {
+                std::memcpy(&w, src + i + j * sizeof w, sizeof w);
+                s[j] += w;
+            }
+        }
+        for (; i < end; ++i) s[0] += src[i];
+        total += s[0] + s[1] + s[2] + s[3];
+    });
+    return total.load();
+}
+
+// A buffer and a copy target of the same size, for the two memory bounds.
+class MemoryProbe {
+public:
+    MemoryProbe(const uint8_t* src, size_t bytes, ThreadPool& pool) : src_(src), dst_(bytes), pool_(pool) {
+        parallel_copy(dst_.data(), src_, bytes, pool_);  // first touch of dst outside the timing
+    }
+    // Bytes copied per second (each byte is read once and written once).
+    double copy_gbps() {
+        Timer t;
+        parallel_copy(dst_.data(), src_, dst_.size(), pool_);
+        return dst_.size() / t.seconds() / kBytesPerGB;
+    }
+    // Bytes read per second: what a kernel that only reads could reach at best.
+    double read_gbps() {
+        Timer t;
+        sink_ = sink_ + parallel_read(src_, dst_.size(), pool_);
+        return dst_.size() / t.seconds() / kBytesPerGB;
+    }
+
+private:
+    const uint8_t* src_;
+    std::vector<uint8_t> dst_;
+    ThreadPool& pool_;
+    volatile uint64_t sink_ = 0;  // keeps the read's sum alive
+};
+
+// ---- matmul --------------------------------------------------------------------------------------------
+
+void matmul_bench(const BenchArgs& a, ThreadPool& pool) {
+    std::vector<Format> formats;
+    for (const std::string& name : CLI::detail::split(a.formats, ',')) {
+        auto f = format_parse(name);
+        check(f.has_value(), "--formats: unknown weight format '{}'", name);
+        formats.push_back(*f);
+    }
+    check(a.matmul_mb > 0, "--matmul-mb must be > 0");
+    fmt::print("\nmatmul, decode (1 token x [rows, {}] weight), {} threads, {}, median of {}\n", kMatmulCols,
+               pool.size(), simd_name(simd_active()), a.reps);
+    fmt::print("{:<15} {:>7} {:>9} {:>10} | {:>11} {:>6} | {:>9} {:>6}\n", "format", "rows", "weight MB",
+               "weight GB/s", "memcpy GB/s", "ratio", "read GB/s", "ratio");
+    const auto target = static_cast<size_t>(a.matmul_mb * kMB);
+    std::vector<float> x(kMatmulCols);
+    for (int64_t i = 0; i < kMatmulCols; ++i) x[i] = std::sin(0.1f * float(i));  // any finite activation
+    for (Format f : formats) {
+        const size_t row_bytes =
+            WeightView{f, kMatmulRowMultiple, kMatmulCols, nullptr, nullptr}.data_bytes() /
+            kMatmulRowMultiple;
+        const int64_t rows =
+            int64_t((target / row_bytes + kMatmulRowMultiple - 1) / kMatmulRowMultiple) * kMatmulRowMultiple;
+        const EncodedWeight w = random_weight(f, rows, kMatmulCols, kBenchSeed, pool);
+        const WeightView v = w.view();
+        const size_t bytes = v.data_bytes() + v.scale_bytes();
+        std::vector<float> y(static_cast<size_t>(rows));
+        MemoryProbe probe(w.data.data(), w.data.size(), pool);  // the bound on the weight's own bytes
+        matmul(v, x.data(), 1, y.data(), pool);                 // warm-up: page faults, pool wake-up
+        // Interleaved, so that the speed and its bounds see the same machine state (other load, clocks).
+        std::vector<double> weight_gbps, copy_gbps, read_gbps;
+        for (int r = 0; r < a.reps; ++r) {
+            Timer t;
+            matmul(v, x.data(), 1, y.data(), pool);
+            weight_gbps.push_back(bytes / t.seconds() / kBytesPerGB);
+            copy_gbps.push_back(probe.copy_gbps());
+            read_gbps.push_back(probe.read_gbps());
+        }
+        const double gbps = median(weight_gbps), copy = median(copy_gbps), read = median(read_gbps);
+        fmt::print("{:<15} {:>7} {:>9.0f} {:>10.2f} | {:>11.2f} {:>6.2f} | {:>9.2f} {:>6.2f}\n",
+                   format_name(f), rows, bytes / kMB, gbps, copy, gbps / copy, read, gbps / read);
+    }
+    fmt::print(
+        "weight GB/s: encoded bytes (codes + scales) / time of one matmul. memcpy moves each byte twice\n"
+        "(read + write), so a kernel that only reads can pass ratio 1 against it; read GB/s is the bound\n"
+        "for reading alone.\n");
+}
+
+// ---- disk ----------------------------------------------------------------------------------------------
+
+struct DiskProbe {
+    double gbps = 0;
+    bool direct = true;  // every file opened with O_DIRECT
+    uint64_t bytes = 0;
+};
+
+// Reads up to `cap` bytes of the files front to back in kDiskBlockBytes blocks, `readers` at a time, with
+// O_DIRECT where the filesystem allows it: the raw sequential bandwidth the store's reads compete with.
+DiskProbe disk_probe(const std::vector<std::filesystem::path>& paths, uint64_t cap, int readers) {
+    struct Block {
+        const ReadFile* file;
+        uint64_t offset;
+    };
+    std::vector<std::unique_ptr<ReadFile>> files;
+    std::vector<Block> blocks;
+    DiskProbe p;
+    for (const auto& path : paths) {
+        files.push_back(std::make_unique<ReadFile>(path));
+        p.direct = p.direct && files.back()->has_direct();
+        for (uint64_t off = 0; off < files.back()->size() && p.bytes < cap; off += kDiskBlockBytes) {
+            blocks.push_back({files.back().get(), off});
+            p.bytes += std::min<uint64_t>(kDiskBlockBytes, files.back()->size() - off);
+        }
+    }
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    Timer timer;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < readers; ++r) {
+        threads.emplace_back([&] {
+            AlignedBytes buf = aligned_alloc_bytes(kDiskBlockBytes);
+            for (size_t i; (i = next++) < blocks.size();) {
+                const Block& b = blocks[i];
+                const int fd = b.file->has_direct() ? b.file->fd_direct() : b.file->fd();
+                // A short count at the end of a file is expected (O_DIRECT reads whole blocks).
+                if (::pread(fd, buf.get(), kDiskBlockBytes, static_cast<off_t>(b.offset)) < 0) failed = true;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    check(!failed, "coli bench: a raw read of the model files failed");
+    p.gbps = p.bytes / timer.seconds() / kBytesPerGB;
+    return p;
+}
+
+// ---- expert streaming ----------------------------------------------------------------------------------
+
+// One decode run on a fresh engine (cold expert cache): the figures of the decode phase only (after the
+// prompt), from store statistics taken when the first token came out and at the end.
+struct DecodeRun {
+    double tok_per_s = 0;
+    double store_read_gbps = 0;
+    double missed_bytes_per_token = 0;
+    double hit_rate = 0;
+    double stall_share = 0;  // share of decode time spent waiting for reads
+    StoreStats end;          // counters over the whole run (routing statistics include the prompt)
+};
+
+DecodeRun decode_run(const BenchArgs& a, const std::vector<int32_t>& prompt) {
+    Engine engine(a.engine);
+    Session session(engine.model());
+    Sampler greedy(SamplerOptions{});
+    ExpertStore& store = engine.model().store();
+    StoreStats first{};
+    bool seen_first = false;
+    session.generate(prompt, a.tokens + 1, greedy, {}, [&](int32_t) {
+        if (!seen_first) first = store.stats(), seen_first = true;
+        return true;
+    });
+    const GenerationStats& g = session.last_stats();
+    const StoreStats end = store.stats();
+    DecodeRun r;
+    r.end = end;
+    const double tokens = std::max<int64_t>(g.decode_tokens, 1);
+    r.tok_per_s = g.decode_tokens / std::max(g.decode_seconds, 1e-9);
+    const uint64_t bytes = end.bytes_read - first.bytes_read;
+    const double read_s = end.read_seconds - first.read_seconds;
+    r.store_read_gbps = read_s > 0 ? bytes / read_s / kBytesPerGB : 0;
+    r.missed_bytes_per_token = bytes / tokens;
+    const uint64_t hits = end.hits - first.hits, misses = end.misses - first.misses;
+    r.hit_rate = hits + misses ? double(hits) / double(hits + misses) : 0;
+    r.stall_share = (end.stall_seconds - first.stall_seconds) / std::max(g.decode_seconds, 1e-9);
+    return r;
+}
+
+// Bytes a decode step must touch in RAM: the dense matrices (the embedding table, read one row per
+// token, left out) and top_k experts in every MoE layer.
+double touched_bytes_per_token(Engine& engine) {
+    const ModelSummary& m = engine.model().summary();
+    uint64_t embedding = 0;
+    for (const TensorInfo& t : engine.checkpoint().tensors())
+        if (t.name.find("embed") != std::string::npos) embedding += t.nbytes;
+    const ExpertLayout& l = engine.model().store().layout();
+    const double expert = m.expert_count ? double(m.expert_bytes) / double(m.expert_count) : 0;
+    const double moe_layers = l.n_experts ? double(m.expert_count) / l.n_experts : 0;
+    return double(m.dense_held_bytes - std::min(embedding, m.dense_held_bytes)) +
+           moe_layers * l.top_k * expert;
+}
+
+void model_bench(BenchArgs& a, ThreadPool& pool) {
+    check(a.tokens > 0 && a.prompt_tokens > 0 && a.decode_reps > 0,
+          "--tokens, --prompt-tokens and --decode-reps must be > 0");
+    // Facts about the model and the budget, from one engine that is then dropped.
+    std::vector<std::filesystem::path> files;
+    double touched = 0;
+    ModelSummary summary;
+    ExpertLayout layout;
+    int64_t vocab = 0;
+    {
+        Engine engine(a.engine);
+        summary = engine.model().summary();
+        layout = engine.model().store().layout();
+        vocab = summary.vocab;
+        touched = touched_bytes_per_token(engine);
+        for (int i = 0; i < engine.checkpoint().file_count(); ++i)
+            files.push_back(engine.checkpoint().file_path(i));
+    }
+    // The KV cache only needs the run's tokens; the model's maximum context would cost RAM and zeroing time.
+    if (a.engine.max_ctx == 0) a.engine.max_ctx = a.prompt_tokens + a.tokens + 1;
+    const auto budget = static_cast<uint64_t>(a.engine.ram_gb * kBytesPerGB);
+    std::mt19937_64 rng(a.seed);
+    std::vector<int32_t> prompt(size_t(a.prompt_tokens));
+    for (int32_t& id : prompt) id = static_cast<int32_t>(rng() % uint64_t(vocab));
+
+    fmt::print("\nexpert streaming: {}\n  {}\n", a.engine.model_dir.string(), summary.architecture);
+    fmt::print(
+        "  experts {} on disk, RAM budget {}{}; {} io threads, {}; {} prompt + {} decode tokens "
+        "(random ids, seed {}, greedy); median of {} runs, each on a cold cache\n",
+        bytes_human(summary.expert_bytes), budget ? bytes_human(budget) : "unlimited",
+        budget ? fmt::format(" ({:.0f}% of the experts)", 100.0 * budget / summary.expert_bytes) : "",
+        a.engine.io_threads, a.engine.direct_io ? "O_DIRECT" : "buffered", a.prompt_tokens, a.tokens, a.seed,
+        a.decode_reps);
+    if (!budget || budget >= summary.expert_bytes)
+        fmt::print(
+            "  note: the budget holds every expert, so this measures the cache, not streaming; "
+            "give --ram-gb below {}\n",
+            bytes_human(summary.expert_bytes));
+
+    std::vector<double> tok_s, store_gbps, disk_gbps, missed, hit, stall;
+    DiskProbe probe;
+    StoreStats routing;
+    for (int rep = 0; rep < a.decode_reps; ++rep) {
+        const DecodeRun r = decode_run(a, prompt);
+        tok_s.push_back(r.tok_per_s);
+        store_gbps.push_back(r.store_read_gbps);
+        missed.push_back(r.missed_bytes_per_token);
+        hit.push_back(r.hit_rate);
+        stall.push_back(r.stall_share);
+        routing = r.end;
+        // The bounds, measured between the runs so that they see the same machine state.
+        probe = disk_probe(files, static_cast<uint64_t>(a.disk_gb * kBytesPerGB), a.engine.io_threads);
+        disk_gbps.push_back(probe.gbps);
+    }
+    double mem = 0;
+    {
+        std::vector<uint8_t> buffer(kMemoryProbeBytes, 1);
+        MemoryProbe probe(buffer.data(), buffer.size(), pool);
+        std::vector<double> read_gbps;
+        for (int r = 0; r < a.reps; ++r) read_gbps.push_back(probe.read_gbps());
+        mem = median(read_gbps);
+    }
+    const double tps = median(tok_s), disk = median(disk_gbps), miss = median(missed);
+    const double disk_bound = miss > 0 ? disk * kBytesPerGB / miss : 0;
+    const double mem_bound = touched > 0 ? mem * kBytesPerGB / touched : 0;
+    const double uniform_shared = double(layout.top_k) * layout.top_k / layout.n_experts;
+
+    fmt::print("{:<28} {:>12} | {:>12}  {:<52} {:>6}\n", "figure", "measured", "bound", "(bound from)",
+               "ratio");
+    fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "expert read GB/s (store)",
+               median(store_gbps), disk,
+               fmt::format("raw {} reads, {} x {} MB", probe.direct ? "O_DIRECT" : "BUFFERED (no O_DIRECT)",
+                           a.engine.io_threads, kDiskBlockBytes / kMiB),
+               median(store_gbps) / disk);
+    fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, disk_bound,
+               fmt::format("disk: {:.2f} GB/s / {} missed per token", disk, bytes_human(uint64_t(miss))),
+               disk_bound > 0 ? tps / disk_bound : 0);
+    fmt::print(
+        "{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, mem_bound,
+        fmt::format("memory: {:.1f} GB/s read / {} touched per token", mem, bytes_human(uint64_t(touched))),
+        mem_bound > 0 ? tps / mem_bound : 0);
+    fmt::print("{:<28} {:>12}\n", "bytes missed per token", bytes_human(uint64_t(miss)));
+    fmt::print("{:<28} {:>11.1f}%\n", "hit rate (decode)", 100 * median(hit));
+    fmt::print("{:<28} {:>11.1f}%\n", "decode time stalled on I/O", 100 * median(stall));
+    fmt::print("{:<28} {:>12.1f}   of {} experts per layer, over the run\n", "routing: distinct experts",
+               routing.distinct_per_layer, layout.n_experts);
+    fmt::print("{:<28} {:>12.2f}   of top_k {}; uniform routing: k*k/E = {:.2f}\n",
+               "routing: consecutive shared", routing.consecutive_shared, layout.top_k, uniform_shared);
+    if (!probe.direct)
+        fmt::print(
+            "warning: the filesystem refused O_DIRECT: raw reads may come from the page cache, so the disk "
+            "bound is not a disk bound\n");
+}
+
+void bench(BenchArgs& a) {
+    check(a.reps > 0, "--reps must be > 0");
+    if (a.threads > 0) set_default_threads(a.threads);
+    // The engines below use the pool sized here; an engine given a thread count would replace the pool
+    // that `pool` refers to.
+    a.engine.threads = 0;
+    if (!a.simd.empty()) {
+        const std::map<std::string, Simd> levels = {
+            {"scalar", Simd::scalar}, {"avx2", Simd::avx2}, {"avx512", Simd::avx512}};
+        auto it = levels.find(a.simd);
+        check(it != levels.end(), "--simd must be scalar, avx2 or avx512, got '{}'", a.simd);
+        simd_set(it->second);
+    }
+    ThreadPool& pool = default_pool();
+    fmt::print("coli bench on {} ({} hardware threads); {} threads used; SIMD {} (detected {})\n",
+               cpu_model(), std::thread::hardware_concurrency(), pool.size(), simd_name(simd_active()),
+               simd_name(simd_detected()));
+    if (!a.no_matmul) matmul_bench(a, pool);
+    if (!a.engine.model_dir.empty()) model_bench(a, pool);
+}
+
+}  // namespace
+
+void cmd_bench_add(CLI::App& app) {
+    auto a = std::make_shared<BenchArgs>();
+    a->engine.hot_set = "none";  // every run starts cold and leaves nothing beside the model
+    CLI::App* cmd =
+        app.add_subcommand("bench", "Measure speeds beside their bounds (matmul; expert streaming)");
+    cmd->add_option("--threads,-t", a->threads, "CPU threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--simd", a->simd, "Force the SIMD level: scalar, avx2, avx512 (default: best detected)");
+    cmd->add_option("--reps", a->reps, "Repetitions of each matmul and bound (median reported)")
+        ->capture_default_str();
+    cmd->add_option("--matmul-mb", a->matmul_mb, "Weight size per format, MB (larger than the caches)")
+        ->capture_default_str();
+    cmd->add_option("--formats", a->formats, "Weight formats to measure, comma-separated")
+        ->capture_default_str();
+    cmd->add_flag("--no-matmul", a->no_matmul, "Skip the matmul table");
+    cmd->add_option("--model,-m", a->engine.model_dir, "Model directory: also measure expert streaming");
+    cmd->add_option("--ram-gb", a->engine.ram_gb,
+                    "RAM budget for cached experts, GB (below the expert bytes)")
+        ->capture_default_str();
+    cmd->add_option("--io-threads", a->engine.io_threads, "Concurrent expert reads (and raw disk readers)")
+        ->capture_default_str();
+    cmd->add_flag("!--no-direct-io", a->engine.direct_io, "Read experts through the page cache");
+    cmd->add_option("--hot-set", a->engine.hot_set, "Routing-history file: none, auto or a path")
+        ->capture_default_str();
+    cmd->add_option("--tokens", a->tokens, "Decode tokens per run")->capture_default_str();
+    cmd->add_option("--prompt-tokens", a->prompt_tokens, "Random prompt ids per run")->capture_default_str();
+    cmd->add_option("--decode-reps", a->decode_reps, "Decode runs, each on a fresh engine (median reported)")
+        ->capture_default_str();
+    cmd->add_option("--disk-gb", a->disk_gb, "Bytes of the model files read raw per disk measurement, GB")
+        ->capture_default_str();
+    cmd->add_option("--seed", a->seed, "Seed of the random prompt")->capture_default_str();
+    cmd->add_option("--ctx", a->engine.max_ctx, "Context length (0 = the prompt and decode tokens of a run)")
+        ->capture_default_str();
+    cmd->callback([a] { bench(*a); });
+}
+
+}  // namespace coli
