@@ -139,7 +139,11 @@ private:
 
         Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
         Routing r = ops_.route_softmax_topk(ops_.matmul(w.router, x2), cfg_.top_k, cfg_.norm_topk_prob);
-        Tensor y = moe_routed(ops_, *store_, l, x2, r, [](const ExpertHandle& e) { return expert_weights(e); });
+        const auto prefetch_next = [&] {
+            if (l + 1 < cfg_.n_layers) moe_prefetch(ops_, *store_, l + 1, layers_[l + 1].router, x2, cfg_.top_k);
+        };
+        Tensor y = moe_routed(
+            ops_, *store_, l, x2, r, [](const ExpertHandle& e) { return expert_weights(e); }, prefetch_next);
         return ops_.add(h1, y);
     }
 

@@ -7,7 +7,7 @@
 namespace coli {
 
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
-                  const ExpertWeightsOf& weights_of) {
+                  const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch) {
     for (int64_t t = 0; t < r.n_tokens; ++t)
         store.routing_record(layer, std::span<const int32_t>(&r.experts[t * r.k], r.k));
 
@@ -22,6 +22,8 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
             store.fetch(layer, std::span<const int32_t>(ids.data() + begin, end - begin));
         if (end < ids.size())  // the next group's reads run while this group computes
             store.prefetch(layer, std::span<const int32_t>(ids.data() + end, std::min(ids.size(), end + group) - end));
+        else if (after_fetch)
+            after_fetch();
         std::vector<ExpertWeights> experts;
         experts.reserve(handles.size());
         for (const ExpertHandle& h : handles) {
@@ -31,6 +33,12 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
         ops.moe_experts(experts, r, x, y);
     }
     return y;
+}
+
+void moe_prefetch(Ops& ops, ExpertStore& store, int layer, const Weight& router, const Tensor& x, int top_k) {
+    const Routing guess = ops.route_softmax_topk(ops.matmul(router, x), top_k, false);
+    const std::set<int32_t> ids(guess.experts.begin(), guess.experts.end());
+    store.prefetch(layer, std::vector<int32_t>(ids.begin(), ids.end()));
 }
 
 }  // namespace coli

@@ -16,7 +16,14 @@ using ExpertWeightsOf = std::function<ExpertWeights(const ExpertHandle&)>;
 // y = sum over each token's routed experts of weight * expert(x), in ascending expert id per token.
 // Experts are fetched in groups that fit the store's budget; the next group's reads are issued before
 // the current group runs, so disk and compute overlap.              x: [n, d_model]; returns [n, d_model]
+// after_fetch, when given, runs once the last group's experts are in RAM and before they compute: the
+// moment to start reads for the next layer (moe_prefetch).
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
-                  const ExpertWeightsOf& weights_of);
+                  const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch = {});
+
+// Guesses the experts `layer` will use by applying its router to x (the current layer's MoE input, a
+// close proxy for the next layer's) and starts their reads. It changes what is cached, never a result.
+//                                                                  x: [n, d_model]; router: [E, d_model]
+void moe_prefetch(Ops& ops, ExpertStore& store, int layer, const Weight& router, const Tensor& x, int top_k);
 
 }  // namespace coli

@@ -29,7 +29,8 @@ constexpr uint64_t kSlackBytes = 24'000'000;
 
 uint64_t dense_bytes_of(const std::filesystem::path& dir) {
     uint64_t dense = 0, experts = 0;
-    for (const TensorInfo& t : Checkpoint::open(dir)->tensors())
+    const auto ckpt = Checkpoint::open(dir);  // held: a temporary would die before the loop body runs
+    for (const TensorInfo& t : ckpt->tensors())
         (t.name.find(".mlp.experts.") != std::string::npos ? experts : dense) += t.nbytes;
     EXPECT_GE(experts, 3 * kBudgetBytes) << "the experts should be several times the budget";
     return dense;
