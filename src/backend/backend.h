@@ -30,10 +30,10 @@ std::string_view op_name(OpKind op);
 // What a backend is asked before running an op: the op, its weight format and sizes.
 struct OpDesc {
     OpKind op;
-    Format format = Format::f32;  // weight format (matmul, embedding, moe_experts), else f32
-    int64_t rows = 0;             // weight rows / tensor rows
-    int64_t cols = 0;             // weight cols / tensor cols
-    int64_t n = 0;                // tokens
+    Format format = Format::f32;     // weight format (matmul, embedding, moe_experts), else f32
+    int64_t rows = 0;                // weight rows / tensor rows
+    int64_t cols = 0;                // weight cols / tensor cols
+    int64_t n = 0;                   // tokens
     const Weight* weight = nullptr;  // the op's weight when it has one (residency checks), else nullptr
 };
 
@@ -41,16 +41,16 @@ class Backend {
 public:
     virtual ~Backend() = default;
 
-    virtual std::string_view name() const = 0;                 // "cpu", "cuda", "vulkan", "metal"
-    virtual std::string description() const = 0;               // device and build details, one line
-    virtual bool supports(const OpDesc& op) const = 0;         // false: Ops runs it on the CPU, counted
-    virtual std::string stats() const { return {}; }           // one line of placement statistics, or empty
+    virtual std::string_view name() const = 0;          // "cpu", "cuda", "vulkan", "metal"
+    virtual std::string description() const = 0;        // device and build details, one line
+    virtual bool supports(const OpDesc& op) const = 0;  // false: Ops runs it on the CPU, counted
+    virtual std::string stats() const { return {}; }    // one line of placement statistics, or empty
 
     // Memory.
-    virtual Tensor tensor_new(int64_t rows, int64_t cols) = 0;                  // zero-filled
-    virtual void tensor_write(Tensor& t, std::span<const float> src) = 0;       // host -> t (numel floats)
-    virtual void tensor_read(const Tensor& t, std::span<float> dst) = 0;        // t -> host
-    virtual Weight weight_upload(const Weight& w) = 0;                          // make w usable here
+    virtual Tensor tensor_new(int64_t rows, int64_t cols) = 0;             // zero-filled
+    virtual void tensor_write(Tensor& t, std::span<const float> src) = 0;  // host -> t (numel floats)
+    virtual void tensor_read(const Tensor& t, std::span<float> dst) = 0;   // t -> host
+    virtual Weight weight_upload(const Weight& w) = 0;                     // make w usable here
 
     // Ops. Outputs are preallocated by Ops with the shapes given in the comments.
     // out[i] = row ids[i] of table, decoded to f32.                        out: [n, table.cols]

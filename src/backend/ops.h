@@ -47,26 +47,27 @@ public:
     Tensor add(const Tensor& a, const Tensor& b);                         // [n, d]
     void clamp(Tensor& x, float lo, float hi);                            // in place
     void rope(Tensor& x, const RopeParams& p, int64_t pos0);              // in place
-    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache, const AttentionShape& s,
-                     int64_t pos0);                                       // [n, H*hd]
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache,
+                     const AttentionShape& s,
+                     int64_t pos0);  // [n, H*hd]
     Routing route_softmax_topk(const Tensor& logits, int k, bool renormalize);
     void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y);
 
 private:
-    bool runs_native(const OpDesc& d);   // asks the backend and counts the answer
+    bool runs_native(const OpDesc& d);  // asks the backend and counts the answer
     // Runs f (the op on the primary backend). When it throws coli::Error (a device fault), the fault is
     // warned about and counted as a fallback, and false tells the caller to run the op on the CPU.
     template <typename F>
     bool ran_native(const OpDesc& d, F&& f);
     void fault_count(const OpDesc& d, const char* what);
-    Tensor to(Backend& b, const Tensor& t);  // copy between backends, counted
+    Tensor to(Backend& b, const Tensor& t);           // copy between backends, counted
     void write_back(Tensor& dst, const Tensor& src);  // src's values into dst on dst's backend, counted
 
     Backend& primary_;
     Backend& cpu_;
     OpCounters counters_;
     std::array<bool, static_cast<size_t>(OpKind::count_)> fault_warned_{};  // one warning per op
-    std::map<std::string, bool> declined_warned_;                          // one load-time note per format
+    std::map<std::string, bool> declined_warned_;                           // one load-time note per format
 };
 
 }  // namespace coli

@@ -38,9 +38,9 @@ private:
 // A weight matrix [rows, cols] in some Format. `host` always stays valid (for fallbacks and for
 // backends that read host memory); a backend may also hold its own copy (VRAM) in `device`.
 struct Weight {
-    WeightView host;                // encoded bytes in host memory (mmap, expert cache, or `owned`)
-    std::shared_ptr<void> device;   // backend-private copy, or nullptr
-    std::shared_ptr<void> owned;    // keeps host bytes alive when the weight owns them (quantized copy)
+    WeightView host;               // encoded bytes in host memory (mmap, expert cache, or `owned`)
+    std::shared_ptr<void> device;  // backend-private copy, or nullptr
+    std::shared_ptr<void> owned;   // keeps host bytes alive when the weight owns them (quantized copy)
 
     int64_t rows() const { return host.rows; }
     int64_t cols() const { return host.cols; }
@@ -75,7 +75,7 @@ struct AttentionShape {
     int n_heads = 0;     // query heads
     int n_kv_heads = 0;  // key/value heads (GQA: n_heads is a multiple)
     int head_dim = 0;
-    float scale = 0;     // softmax scale, usually head_dim^-0.5
+    float scale = 0;  // softmax scale, usually head_dim^-0.5
 };
 
 enum class RopeStyle : uint8_t { neox, interleaved };

@@ -46,9 +46,11 @@ void chat(const ChatArgs& a) {
             fmt::print(stderr, "(conversation reset)\n");
         } else if (line == "/stats") {
             const GenerationStats& g = conversation.session().last_stats();
-            fmt::print(stderr, "last turn: prompt {} tokens {:.2f} tok/s, decode {} tokens {:.2f} tok/s; context {}\n",
-                       g.prompt_tokens, g.prompt_tokens / std::max(g.prompt_seconds, 1e-9), g.decode_tokens,
-                       g.decode_tokens / std::max(g.decode_seconds, 1e-9), conversation.session().n_past());
+            fmt::print(
+                stderr,
+                "last turn: prompt {} tokens {:.2f} tok/s, decode {} tokens {:.2f} tok/s; context {}\n",
+                g.prompt_tokens, g.prompt_tokens / std::max(g.prompt_seconds, 1e-9), g.decode_tokens,
+                g.decode_tokens / std::max(g.decode_seconds, 1e-9), conversation.session().n_past());
             stats_print(engine);
         } else if (line.rfind("/system ", 0) == 0) {
             conversation.system_set(line.substr(8));
@@ -75,7 +77,8 @@ void cmd_chat_add(CLI::App& app) {
     cmd->add_option("--max-tokens,-n", args->max_tokens, "Most tokens per reply")->capture_default_str();
     cmd->add_option("--temperature", args->sampler.temperature, "Sampling temperature (0 = greedy)")
         ->capture_default_str();
-    cmd->add_option("--top-k", args->sampler.top_k, "Keep the k most likely tokens (0 = all)")->capture_default_str();
+    cmd->add_option("--top-k", args->sampler.top_k, "Keep the k most likely tokens (0 = all)")
+        ->capture_default_str();
     cmd->add_option("--top-p", args->sampler.top_p, "Nucleus sampling mass")->capture_default_str();
     cmd->add_option("--seed", args->sampler.seed, "Random seed for sampling")->capture_default_str();
     cmd->add_option("--system", args->system, "A system message");

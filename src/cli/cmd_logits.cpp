@@ -31,7 +31,8 @@ void logits(const LogitsArgs& a) {
 
 void cmd_logits_add(CLI::App& app) {
     auto args = std::make_shared<LogitsArgs>();
-    CLI::App* cmd = app.add_subcommand("logits", "Write the logits at every position of --ids to a .npy file");
+    CLI::App* cmd =
+        app.add_subcommand("logits", "Write the logits at every position of --ids to a .npy file");
     model_flags_add(*cmd, args->engine);
     cmd->add_option("--ids", args->ids, "Input as comma-separated token ids")->required();
     cmd->add_option("--out,-o", args->out, "Output .npy file, float32 [T, vocab]")->required();

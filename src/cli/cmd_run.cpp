@@ -14,14 +14,14 @@ namespace {
 
 struct RunArgs {
     EngineOptions engine;
-    std::string prompt;       // text prompt (positional)
-    std::string ids;          // or token ids
+    std::string prompt;  // text prompt (positional)
+    std::string ids;     // or token ids
     int max_tokens = 64;
     SamplerOptions sampler;
     bool print_ids = false;
     bool ignore_eos = false;
-    bool chat = false;        // render the prompt as a user turn with the model's chat template
-    std::string system;       // system message for --chat
+    bool chat = false;   // render the prompt as a user turn with the model's chat template
+    std::string system;  // system message for --chat
 };
 
 void header_print(Engine& engine) {
@@ -32,7 +32,8 @@ void header_print(Engine& engine) {
 }
 
 void speed_print(const GenerationStats& g) {
-    fmt::print(stderr, "prompt: {} tokens in {:.3f} s ({:.2f} tok/s); decode: {} tokens in {:.3f} s ({:.2f} tok/s)\n",
+    fmt::print(stderr,
+               "prompt: {} tokens in {:.3f} s ({:.2f} tok/s); decode: {} tokens in {:.3f} s ({:.2f} tok/s)\n",
                g.prompt_tokens, g.prompt_seconds, g.prompt_tokens / std::max(g.prompt_seconds, 1e-9),
                g.decode_tokens, g.decode_seconds, g.decode_tokens / std::max(g.decode_seconds, 1e-9));
 }
@@ -82,10 +83,12 @@ void cmd_run_add(CLI::App& app) {
     cmd->add_option("--max-tokens,-n", args->max_tokens, "Tokens to generate")->capture_default_str();
     cmd->add_option("--temperature", args->sampler.temperature, "Sampling temperature (0 = greedy)")
         ->capture_default_str();
-    cmd->add_option("--top-k", args->sampler.top_k, "Keep the k most likely tokens (0 = all)")->capture_default_str();
+    cmd->add_option("--top-k", args->sampler.top_k, "Keep the k most likely tokens (0 = all)")
+        ->capture_default_str();
     cmd->add_option("--top-p", args->sampler.top_p, "Nucleus sampling mass")->capture_default_str();
     cmd->add_option("--seed", args->sampler.seed, "Random seed for sampling")->capture_default_str();
-    cmd->add_flag("--print-ids", args->print_ids, "With --ids: print the generated ids, comma-separated, last");
+    cmd->add_flag("--print-ids", args->print_ids,
+                  "With --ids: print the generated ids, comma-separated, last");
     cmd->add_flag("--ignore-eos", args->ignore_eos, "With --ids: do not stop at the end-of-sequence token");
     cmd->add_flag("--chat", args->chat, "Render the prompt as a user turn with the model's chat template");
     cmd->add_option("--system", args->system, "With --chat: a system message");

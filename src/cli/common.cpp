@@ -32,21 +32,24 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
         model->description("Model directory (config.json + safetensors); default: the bundled demo model")
             ->capture_default_str();
     }
-    cmd.add_option("--backend,-b", o.backend, "Backend: auto, cpu, cuda, vulkan, metal")->capture_default_str();
+    cmd.add_option("--backend,-b", o.backend, "Backend: auto, cpu, cuda, vulkan, metal")
+        ->capture_default_str();
     cmd.add_option("--threads,-t", o.threads, "CPU threads (0 = all cores)")->capture_default_str();
     cmd.add_option("--ram-gb", o.ram_gb, "Hard RAM budget for cached experts, GB (0 = unlimited)")
         ->capture_default_str();
     cmd.add_option("--vram-gb", o.vram_gb,
                    "Device memory for dense weights and the expert tier, GB (0 = free memory less a reserve)")
         ->capture_default_str();
-    cmd.add_option("--expert-cache", o.expert_cache, "Cached experts per layer (0 = limited by --ram-gb only)")
+    cmd.add_option("--expert-cache", o.expert_cache,
+                   "Cached experts per layer (0 = limited by --ram-gb only)")
         ->capture_default_str();
     cmd.add_option("--io-threads", o.io_threads, "Concurrent expert reads")->capture_default_str();
     cmd.add_flag("!--no-direct-io", o.direct_io, "Read experts through the page cache instead of O_DIRECT");
     cmd.add_option("--hot-set", o.hot_set,
                    "Routing-history file for the pinned hot set: auto (beside the model), none, or a path")
         ->capture_default_str();
-    cmd.add_option("--dense-bits", o.dense_bits, "Quantize dense weights at load to 8 or 4 bits (lossy; 0 = as stored)")
+    cmd.add_option("--dense-bits", o.dense_bits,
+                   "Quantize dense weights at load to 8 or 4 bits (lossy; 0 = as stored)")
         ->capture_default_str();
     cmd.add_option("--ctx", o.max_ctx, "Context length (0 = the model's maximum)")->capture_default_str();
 }
@@ -98,11 +101,12 @@ void stats_print(Engine& engine) {
     }
     if (const std::string s = engine.ops().backend().stats(); !s.empty()) fmt::print(stderr, "{}\n", s);
     const StoreStats s = engine.model().store().stats();
-    fmt::print(stderr,
-               "experts: {} hits, {} misses (hit rate {:.1f}%), {} read at {:.2f} GB/s, {:.3f} s stalled on I/O, "
-               "{} evictions, {} cached, {} pinned\n",
-               s.hits, s.misses, 100 * s.hit_rate(), bytes_human(s.bytes_read), s.read_gbps(), s.stall_seconds,
-               s.evictions, bytes_human(s.cached_bytes), s.pinned_experts);
+    fmt::print(
+        stderr,
+        "experts: {} hits, {} misses (hit rate {:.1f}%), {} read at {:.2f} GB/s, {:.3f} s stalled on I/O, "
+        "{} evictions, {} cached, {} pinned\n",
+        s.hits, s.misses, 100 * s.hit_rate(), bytes_human(s.bytes_read), s.read_gbps(), s.stall_seconds,
+        s.evictions, bytes_human(s.cached_bytes), s.pinned_experts);
     fmt::print(stderr, "routing: {:.1f} distinct experts per layer, {:.2f} shared by consecutive tokens\n",
                s.distinct_per_layer, s.consecutive_shared);
 }

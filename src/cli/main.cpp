@@ -1,6 +1,6 @@
 // coli: run Mixture-of-Experts models larger than RAM and VRAM.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <exception>
 

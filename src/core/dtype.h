@@ -8,7 +8,23 @@
 
 namespace coli {
 
-enum class DType : uint8_t { f64, f32, f16, bf16, f8_e4m3, f8_e5m2, i64, i32, i16, i8, u8, u16, u32, u64, boolean };
+enum class DType : uint8_t {
+    f64,
+    f32,
+    f16,
+    bf16,
+    f8_e4m3,
+    f8_e5m2,
+    i64,
+    i32,
+    i16,
+    i8,
+    u8,
+    u16,
+    u32,
+    u64,
+    boolean
+};
 
 // Bytes per element.
 size_t dtype_size(DType t);

@@ -73,6 +73,8 @@ ThreadPool& default_pool() {
     return *p;
 }
 
-void set_default_threads(int n_threads) { pool_slot() = std::make_unique<ThreadPool>(n_threads); }
+void set_default_threads(int n_threads) {
+    pool_slot() = std::make_unique<ThreadPool>(n_threads);
+}
 
 }  // namespace coli

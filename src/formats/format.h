@@ -24,13 +24,13 @@ class ThreadPool;
 
 enum class Format : uint8_t { f32, bf16, f16, int8_row, int4_g64, mxfp4, fp8_e4m3_block };
 
-inline constexpr int kInt4Group = 64;     // int4_g64: elements per scale
-inline constexpr int kMxBlock = 32;       // mxfp4: elements per e8m0 scale
-inline constexpr int kFp8Block = 128;     // fp8_e4m3_block: scale block edge
+inline constexpr int kInt4Group = 64;  // int4_g64: elements per scale
+inline constexpr int kMxBlock = 32;    // mxfp4: elements per e8m0 scale
+inline constexpr int kFp8Block = 128;  // fp8_e4m3_block: scale block edge
 
-std::string_view format_name(Format f);            // "f32", "bf16", "int8", "int4-g64", "mxfp4", "fp8-e4m3-block"
+std::string_view format_name(Format f);  // "f32", "bf16", "int8", "int4-g64", "mxfp4", "fp8-e4m3-block"
 std::optional<Format> format_parse(std::string_view s);
-bool format_is_quantized(Format f);                // lossy encodings of f32 (int8, int4, mxfp4, fp8)
+bool format_is_quantized(Format f);  // lossy encodings of f32 (int8, int4, mxfp4, fp8)
 
 // A read-only view of an encoded weight matrix in host memory. Does not own its bytes.
 struct WeightView {
@@ -40,8 +40,8 @@ struct WeightView {
     const void* data = nullptr;    // codes
     const void* scales = nullptr;  // per-format scales, nullptr for f32/bf16/f16
 
-    size_t data_bytes() const;     // bytes of data for this format and shape
-    size_t scale_bytes() const;    // bytes of scales (0 for unscaled formats)
+    size_t data_bytes() const;   // bytes of data for this format and shape
+    size_t scale_bytes() const;  // bytes of scales (0 for unscaled formats)
 };
 
 // An owned encoded weight, produced by weight_encode (quantization at load, tests, synth).
@@ -50,7 +50,9 @@ struct EncodedWeight {
     int64_t rows = 0, cols = 0;
     std::vector<uint8_t> data;
     std::vector<uint8_t> scales;
-    WeightView view() const { return {format, rows, cols, data.data(), scales.empty() ? nullptr : scales.data()}; }
+    WeightView view() const {
+        return {format, rows, cols, data.data(), scales.empty() ? nullptr : scales.data()};
+    }
 };
 
 // Checks that (format, rows, cols) is encodable (e.g. cols % 64 == 0 for int4_g64); throws coli::Error.
@@ -75,16 +77,16 @@ float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
-float fp8_e4m3_to_f32(uint8_t b);     // OCP e4m3fn: no inf, 0x7f/0xff are NaN
-uint8_t f32_to_fp8_e4m3(float f);     // saturates to +-448
-float e2m1_to_f32(uint8_t code);      // code in [0, 16)
-float e8m0_to_f32(uint8_t e);         // 2^(e-127); 0xff is NaN
+float fp8_e4m3_to_f32(uint8_t b);  // OCP e4m3fn: no inf, 0x7f/0xff are NaN
+uint8_t f32_to_fp8_e4m3(float f);  // saturates to +-448
+float e2m1_to_f32(uint8_t code);   // code in [0, 16)
+float e8m0_to_f32(uint8_t e);      // 2^(e-127); 0xff is NaN
 
 // The instruction set the fast paths use; chosen at run time, overridable for tests and benchmarks.
 enum class Simd : uint8_t { scalar, avx2, avx512 };
-Simd simd_detected();                  // best the CPU supports
-Simd simd_active();                    // what matmul uses now
-void simd_set(Simd s);                 // clamps to simd_detected()
+Simd simd_detected();   // best the CPU supports
+Simd simd_active();     // what matmul uses now
+void simd_set(Simd s);  // clamps to simd_detected()
 std::string_view simd_name(Simd s);
 
 }  // namespace coli

@@ -24,7 +24,8 @@ T config_get_or(const nlohmann::json& cfg, const std::string& key, T fallback) {
 
 double config_rope_theta(const nlohmann::json& cfg, double fallback) {
     auto params = cfg.find("rope_parameters");
-    if (params != cfg.end() && params->is_object()) return config_get_or<double>(*params, "rope_theta", fallback);
+    if (params != cfg.end() && params->is_object())
+        return config_get_or<double>(*params, "rope_theta", fallback);
     return config_get_or<double>(cfg, "rope_theta", fallback);
 }
 

@@ -22,13 +22,13 @@ struct LoadOptions {
 
 // Sizes by part, for `coli info` and the memory plan.
 struct ModelSummary {
-    std::string family;             // config.json model_type
-    std::string architecture;       // one line: layers, width, heads, experts
-    uint64_t dense_bytes = 0;       // resident weights, as stored
-    uint64_t dense_held_bytes = 0;  // resident weights as held (after --dense-bits)
-    uint64_t expert_bytes = 0;      // routed experts, streamed from disk
-    uint64_t expert_count = 0;      // routed experts over all layers
-    std::string formats;            // stored dtypes of dense and expert weights
+    std::string family;               // config.json model_type
+    std::string architecture;         // one line: layers, width, heads, experts
+    uint64_t dense_bytes = 0;         // resident weights, as stored
+    uint64_t dense_held_bytes = 0;    // resident weights as held (after --dense-bits)
+    uint64_t expert_bytes = 0;        // routed experts, streamed from disk
+    uint64_t expert_count = 0;        // routed experts over all layers
+    std::string formats;              // stored dtypes of dense and expert weights
     uint64_t kv_bytes_per_token = 0;  // cache bytes each token of context costs
     int64_t vocab = 0;
     int64_t max_ctx = 0;

@@ -16,7 +16,7 @@ namespace coli {
 namespace {
 
 struct OlmoeConfig {
-    int64_t vocab, d_model, d_ff;   // d_ff: intermediate size of one expert
+    int64_t vocab, d_model, d_ff;  // d_ff: intermediate size of one expert
     int n_layers, n_heads, n_kv_heads, head_dim;
     int n_experts, top_k;
     bool norm_topk_prob;
@@ -40,12 +40,13 @@ struct OlmoeConfig {
             clip_qkv = static_cast<float>(config_get<double>(c, "clip_qkv"));
         max_ctx = config_get_or<int64_t>(c, "max_position_embeddings", 4096);
         check(vocab > 0 && d_model > 0 && d_ff > 0 && n_layers > 0, "config.json: sizes must be positive");
-        check(n_heads > 0 && d_model % n_heads == 0, "config.json: hidden_size {} is not a multiple of {} heads",
-              d_model, n_heads);
-        check(n_kv_heads > 0 && n_heads % n_kv_heads == 0, "config.json: {} heads over {} key/value heads", n_heads,
-              n_kv_heads);
+        check(n_heads > 0 && d_model % n_heads == 0,
+              "config.json: hidden_size {} is not a multiple of {} heads", d_model, n_heads);
+        check(n_kv_heads > 0 && n_heads % n_kv_heads == 0, "config.json: {} heads over {} key/value heads",
+              n_heads, n_kv_heads);
         head_dim = static_cast<int>(d_model / n_heads);
-        check(top_k > 0 && top_k <= n_experts, "config.json: num_experts_per_tok {} of {} experts", top_k, n_experts);
+        check(top_k > 0 && top_k <= n_experts, "config.json: num_experts_per_tok {} of {} experts", top_k,
+              n_experts);
         const std::string act = config_get_or<std::string>(c, "hidden_act", "silu");
         check(act == "silu", "config.json: hidden_act '{}' is not supported by olmoe (silu only)", act);
     }
@@ -54,7 +55,7 @@ struct OlmoeConfig {
 
 struct OlmoeLayerWeights {
     Weight input_norm, q_proj, k_proj, v_proj, o_proj, q_norm, k_norm;  // attention
-    Weight post_norm, router;                                          // MoE (experts are in the store)
+    Weight post_norm, router;                                           // MoE (experts are in the store)
 };
 
 class OlmoeState final : public ModelState {
@@ -84,9 +85,11 @@ public:
         }
         final_norm_ = load.vector("model.norm.weight");
         lm_head_ = load.matrix("lm_head.weight");
+        load.finish();
 
         ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [](int layer, int e) {
-                                const std::string p = fmt::format("model.layers.{}.mlp.experts.{}.", layer, e);
+                                const std::string p =
+                                    fmt::format("model.layers.{}.mlp.experts.{}.", layer, e);
                                 return std::vector<std::string>{p + "gate_proj.weight", p + "up_proj.weight",
                                                                 p + "down_proj.weight"};
                             }};
@@ -122,8 +125,9 @@ private:
     // One decoder layer. h: [n, d_model] at positions s.n_past ...
     Tensor layer_forward(int l, const Tensor& h, OlmoeState& s) {
         const OlmoeLayerWeights& w = layers_[l];
-        Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);                     // [n, d]
-        Tensor q = ops_.rms_norm(ops_.matmul(w.q_proj, x), w.q_norm, cfg_.rms_eps);  // [n, H*hd], norm over H*hd
+        Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);  // [n, d]
+        Tensor q =
+            ops_.rms_norm(ops_.matmul(w.q_proj, x), w.q_norm, cfg_.rms_eps);  // [n, H*hd], norm over H*hd
         Tensor k = ops_.rms_norm(ops_.matmul(w.k_proj, x), w.k_norm, cfg_.rms_eps);  // [n, Hkv*hd]
         Tensor v = ops_.matmul(w.v_proj, x);                                         // [n, Hkv*hd]
         if (cfg_.clip_qkv) {
@@ -140,7 +144,8 @@ private:
         Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
         Routing r = ops_.route_softmax_topk(ops_.matmul(w.router, x2), cfg_.top_k, cfg_.norm_topk_prob);
         const auto prefetch_next = [&] {
-            if (l + 1 < cfg_.n_layers) moe_prefetch(ops_, *store_, l + 1, layers_[l + 1].router, x2, cfg_.top_k);
+            if (l + 1 < cfg_.n_layers)
+                moe_prefetch(ops_, *store_, l + 1, layers_[l + 1].router, x2, cfg_.top_k);
         };
         Tensor y = moe_routed(
             ops_, *store_, l, x2, r, [](const ExpertHandle& e) { return expert_weights(e); }, prefetch_next);
@@ -150,8 +155,8 @@ private:
     // Host views of the cached expert: moe_experts takes them as they are (a device backend keeps its own
     // tier keyed by (layer, id), which moe_routed sets).
     static ExpertWeights expert_weights(const ExpertHandle& e) {
-        return {e.expert(), weight_view_of(e.part_info(0), e.part(0)), weight_view_of(e.part_info(1), e.part(1)),
-                weight_view_of(e.part_info(2), e.part(2))};
+        return {e.expert(), weight_view_of(e.part_info(0), e.part(0)),
+                weight_view_of(e.part_info(1), e.part(1)), weight_view_of(e.part_info(2), e.part(2))};
     }
 
     Tensor last_row(const Tensor& h) {
@@ -162,19 +167,20 @@ private:
 
     void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
         summary_.family = "olmoe";
-        summary_.architecture =
-            fmt::format("{} layers, d_model {}, {} heads ({} kv, head_dim {}), {} experts top-{} (d_ff {}), vocab {}",
-                        cfg_.n_layers, cfg_.d_model, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.n_experts,
-                        cfg_.top_k, cfg_.d_ff, cfg_.vocab);
+        summary_.architecture = fmt::format(
+            "{} layers, d_model {}, {} heads ({} kv, head_dim {}), {} experts top-{} (d_ff {}), vocab {}",
+            cfg_.n_layers, cfg_.d_model, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.n_experts,
+            cfg_.top_k, cfg_.d_ff, cfg_.vocab);
         summary_.dense_bytes = load.bytes_stored();
         summary_.dense_held_bytes = load.bytes_held();
         summary_.expert_bytes = store_->total_expert_bytes();
         summary_.expert_count = uint64_t(cfg_.n_layers) * cfg_.n_experts;
         const TensorInfo& e0 = ckpt.get("model.layers.0.mlp.experts.0.gate_proj.weight");
         const TensorInfo& q0 = ckpt.get("model.layers.0.self_attn.q_proj.weight");
-        summary_.formats = fmt::format("dense {}{}, experts {}", dtype_name(q0.dtype),
-                                       load.dense_bits() ? fmt::format(" -> int{} at load", load.dense_bits()) : "",
-                                       dtype_name(e0.dtype));
+        summary_.formats =
+            fmt::format("dense {}{}, experts {}", dtype_name(q0.dtype),
+                        load.dense_bits() ? fmt::format(" -> int{} at load", load.dense_bits()) : "",
+                        dtype_name(e0.dtype));
         summary_.kv_bytes_per_token = uint64_t(cfg_.n_layers) * 2 * cfg_.kv_width() * sizeof(float);
         summary_.vocab = cfg_.vocab;
         summary_.max_ctx = max_ctx_;

@@ -21,7 +21,8 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
         std::vector<ExpertHandle> handles =
             store.fetch(layer, std::span<const int32_t>(ids.data() + begin, end - begin));
         if (end < ids.size())  // the next group's reads run while this group computes
-            store.prefetch(layer, std::span<const int32_t>(ids.data() + end, std::min(ids.size(), end + group) - end));
+            store.prefetch(
+                layer, std::span<const int32_t>(ids.data() + end, std::min(ids.size(), end + group) - end));
         else if (after_fetch)
             after_fetch();
         std::vector<ExpertWeights> experts;

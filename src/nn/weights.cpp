@@ -9,10 +9,14 @@ namespace coli {
 
 Format format_of_dtype(const TensorInfo& t) {
     switch (t.dtype) {
-        case DType::f32: return Format::f32;
-        case DType::bf16: return Format::bf16;
-        case DType::f16: return Format::f16;
-        default: fail("tensor {} has dtype {}, which is not a weight format", t.name, dtype_name(t.dtype));
+        case DType::f32:
+            return Format::f32;
+        case DType::bf16:
+            return Format::bf16;
+        case DType::f16:
+            return Format::f16;
+        default:
+            fail("tensor {} has dtype {}, which is not a weight format", t.name, dtype_name(t.dtype));
     }
 }
 
@@ -27,8 +31,9 @@ Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes) {
 }
 
 WeightLoader::WeightLoader(const Checkpoint& ckpt, Ops& ops, int dense_bits)
-    : ckpt_(ckpt), ops_(ops), dense_bits_(dense_bits) {
-    check(dense_bits == 0 || dense_bits == 8 || dense_bits == 4, "--dense-bits must be 8 or 4, got {}", dense_bits);
+    : ckpt_(ckpt), ops_(ops), dense_bits_(dense_bits), progress_("loading weights", 0, "loaded", true) {
+    check(dense_bits == 0 || dense_bits == 8 || dense_bits == 4, "--dense-bits must be 8 or 4, got {}",
+          dense_bits);
 }
 
 namespace {
@@ -51,14 +56,26 @@ Weight weight_owning(EncodedWeight&& e) {
 
 }  // namespace
 
+std::span<const uint8_t> WeightLoader::stored(const TensorInfo& t) {
+    const std::span<const uint8_t> bytes = ckpt_.map(t);
+    // Resident weights are read now, not at the first token: one byte per page brings the page in.
+    uint8_t sum = 0;
+    for (size_t i = 0; i < bytes.size(); i += kPageBytes)
+        sum ^= static_cast<const volatile uint8_t&>(bytes[i]);
+    page_xor_ ^= sum;
+    bytes_stored_ += t.nbytes;
+    progress_.advance(t.nbytes);
+    return bytes;
+}
+
 Weight WeightLoader::matrix(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
-    Weight w = weight_view_of(t, ckpt_.map(t));
-    bytes_stored_ += t.nbytes;
+    Weight w = weight_view_of(t, stored(t));
     if (dense_bits_ != 0) {
         const Format target = dense_bits_ == 8 ? Format::int8_row : Format::int4_g64;
         const bool fits = target != Format::int4_g64 || w.cols() % kInt4Group == 0;
-        check(fits, "--dense-bits 4 needs a multiple of {} input features; {} has {}", kInt4Group, name, w.cols());
+        check(fits, "--dense-bits 4 needs a multiple of {} input features; {} has {}", kInt4Group, name,
+              w.cols());
         std::vector<float> f = weight_to_f32(w.host);
         w = weight_owning(weight_encode(target, f.data(), w.rows(), w.cols()));
         ++quantized_;
@@ -69,8 +86,7 @@ Weight WeightLoader::matrix(const std::string& name) {
 
 Weight WeightLoader::table(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
-    Weight w = weight_view_of(t, ckpt_.map(t));
-    bytes_stored_ += t.nbytes;
+    Weight w = weight_view_of(t, stored(t));
     bytes_held_ += t.nbytes;
     return ops_.weight(w);
 }
@@ -78,12 +94,11 @@ Weight WeightLoader::table(const std::string& name) {
 Weight WeightLoader::vector(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
     check(t.shape.size() == 1, "tensor {} should be a vector, has {} dimensions", name, t.shape.size());
-    Weight stored = weight_view_of(t, ckpt_.map(t));
-    std::vector<float> f = weight_to_f32(stored.host);
+    const Weight as_stored = weight_view_of(t, stored(t));
+    std::vector<float> f = weight_to_f32(as_stored.host);
     EncodedWeight e{Format::f32, 1, t.shape[0], {}, {}};
     e.data.resize(f.size() * sizeof(float));
     std::copy_n(reinterpret_cast<const uint8_t*>(f.data()), e.data.size(), e.data.data());
-    bytes_stored_ += t.nbytes;
     bytes_held_ += e.data.size();
     return ops_.weight(weight_owning(std::move(e)));
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/ops.h"
+#include "core/progress.h"
 #include "io/checkpoint.h"
 
 namespace coli {
@@ -33,14 +34,21 @@ public:
     uint64_t bytes_stored() const { return bytes_stored_; }  // checkpoint bytes of what was loaded
     uint64_t bytes_held() const { return bytes_held_; }      // bytes as held (after quantization)
     int dense_bits() const { return dense_bits_; }
-    int quantized_count() const { return quantized_; }       // matrices re-quantized
+    int quantized_count() const { return quantized_; }  // matrices re-quantized
+    void finish() { progress_.finish(); }               // ends the progress line (terminals only)
 
 private:
+    static constexpr size_t kPageBytes = 4096;
+    // The tensor's stored bytes, read into memory now (with progress on a terminal) and counted.
+    std::span<const uint8_t> stored(const TensorInfo& t);
+
     const Checkpoint& ckpt_;
     Ops& ops_;
     int dense_bits_;
     uint64_t bytes_stored_ = 0, bytes_held_ = 0;
     int quantized_ = 0;
+    uint8_t page_xor_ = 0;  // keeps the page reads from being optimized away
+    ProgressMeter progress_;
 };
 
 }  // namespace coli

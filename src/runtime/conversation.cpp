@@ -9,7 +9,8 @@ namespace coli {
 
 namespace {
 // Tokens that end an assistant turn in chat templates, besides the model's eos ids.
-constexpr const char* kTurnEndTokens[] = {"<|end|>", "<|eot_id|>", "<|im_end|>", "<|end_of_turn|>", "<end_of_turn>"};
+constexpr const char* kTurnEndTokens[] = {"<|end|>", "<|eot_id|>", "<|im_end|>", "<|end_of_turn|>",
+                                          "<end_of_turn>"};
 }  // namespace
 
 Conversation::Conversation(Model& model, const Checkpoint& ckpt, bool chat)
@@ -36,7 +37,8 @@ void Conversation::system_set(const std::string& text) {
         messages_.insert(messages_.begin(), {"system", text});
 }
 
-std::vector<int32_t> Conversation::continue_with(const std::vector<int32_t>& ids, int max_tokens, Sampler& sampler,
+std::vector<int32_t> Conversation::continue_with(const std::vector<int32_t>& ids, int max_tokens,
+                                                 Sampler& sampler,
                                                  const std::function<void(const std::string&)>& on_text) {
     const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), ids.begin(), ids.end());
     size_t common = static_cast<size_t>(mismatch.first - cached_.begin());
@@ -62,7 +64,8 @@ std::vector<int32_t> Conversation::continue_with(const std::vector<int32_t>& ids
 void Conversation::complete(const std::string& text, int max_tokens, Sampler& sampler,
                             const std::function<void(const std::string&)>& on_text) {
     std::vector<int32_t> ids = tokenizer_->encode(text, true);
-    if (tokenizer_->add_bos() && tokenizer_->bos_id() && (ids.empty() || ids.front() != *tokenizer_->bos_id()))
+    if (tokenizer_->add_bos() && tokenizer_->bos_id() &&
+        (ids.empty() || ids.front() != *tokenizer_->bos_id()))
         ids.insert(ids.begin(), *tokenizer_->bos_id());
     check(!ids.empty(), "the prompt is empty");
     continue_with(ids, max_tokens, sampler, on_text);

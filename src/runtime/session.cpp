@@ -9,7 +9,9 @@ namespace coli {
 
 Session::Session(Model& model) : model_(model), state_(model.state_new()) {}
 
-void Session::reset() { state_ = model_.state_new(); }
+void Session::reset() {
+    state_ = model_.state_new();
+}
 
 std::vector<float> Session::forward(std::span<const int32_t> ids, bool all_logits) {
     check(!ids.empty(), "no input tokens");
@@ -42,7 +44,8 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
 }
 
 void ids_check(std::span<const int32_t> ids, int64_t vocab) {
-    for (int32_t id : ids) check(id >= 0 && id < vocab, "token id {} is outside the vocabulary [0, {})", id, vocab);
+    for (int32_t id : ids)
+        check(id >= 0 && id < vocab, "token id {} is outside the vocabulary [0, {})", id, vocab);
 }
 
 std::vector<int32_t> eos_ids(const Checkpoint& ckpt) {

@@ -16,7 +16,7 @@ namespace coli {
 struct GenerationStats {
     int64_t prompt_tokens = 0;
     double prompt_seconds = 0;
-    int64_t decode_tokens = 0;   // generated tokens after the first
+    int64_t decode_tokens = 0;  // generated tokens after the first
     double decode_seconds = 0;
 };
 

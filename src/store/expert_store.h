@@ -25,28 +25,28 @@ struct ExpertLayout {
 };
 
 struct StoreOptions {
-    uint64_t ram_bytes = 0;           // hard limit on cached expert bytes; 0 = unlimited
-    int slots_per_layer = 0;          // at most this many experts cached per layer; 0 = no limit
-    int io_threads = 4;               // concurrent reads
-    bool direct_io = true;            // O_DIRECT where the filesystem allows it
-    std::filesystem::path hot_set;    // routing-history file; empty = no hot set
-    double hot_fraction = 0.5;        // share of the budget that the pinned hot set may take
+    uint64_t ram_bytes = 0;         // hard limit on cached expert bytes; 0 = unlimited
+    int slots_per_layer = 0;        // at most this many experts cached per layer; 0 = no limit
+    int io_threads = 4;             // concurrent reads
+    bool direct_io = true;          // O_DIRECT where the filesystem allows it
+    std::filesystem::path hot_set;  // routing-history file; empty = no hot set
+    double hot_fraction = 0.5;      // share of the budget that the pinned hot set may take
 };
 
 // Counters since the store was opened.
 struct StoreStats {
-    uint64_t hits = 0;               // fetches served from RAM
-    uint64_t misses = 0;             // fetches that needed a read
-    uint64_t evictions = 0;          // experts dropped to stay within the budget
-    uint64_t bytes_read = 0;         // bytes read from disk (aligned ranges, as issued)
-    double read_seconds = 0;         // wall time with at least one read in flight
-    double stall_seconds = 0;        // time fetch() waited for reads
-    uint64_t cached_bytes = 0;       // bytes held now (<= budget)
-    uint64_t pinned_experts = 0;     // experts in the hot set now
+    uint64_t hits = 0;            // fetches served from RAM
+    uint64_t misses = 0;          // fetches that needed a read
+    uint64_t evictions = 0;       // experts dropped to stay within the budget
+    uint64_t bytes_read = 0;      // bytes read from disk (aligned ranges, as issued)
+    double read_seconds = 0;      // wall time with at least one read in flight
+    double stall_seconds = 0;     // time fetch() waited for reads
+    uint64_t cached_bytes = 0;    // bytes held now (<= budget)
+    uint64_t pinned_experts = 0;  // experts in the hot set now
     // Routing statistics (see DESIGN.md: synthetic models lie about caching).
-    double distinct_per_layer = 0;   // mean over MoE layers of distinct experts used
-    double consecutive_shared = 0;   // mean experts shared by consecutive tokens in a layer
-    uint64_t tokens_routed = 0;      // token-layer routings recorded
+    double distinct_per_layer = 0;  // mean over MoE layers of distinct experts used
+    double consecutive_shared = 0;  // mean experts shared by consecutive tokens in a layer
+    uint64_t tokens_routed = 0;     // token-layer routings recorded
 
     double read_gbps() const { return read_seconds > 0 ? bytes_read / read_seconds / 1e9 : 0; }
     double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }

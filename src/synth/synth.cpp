@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "synth/progress.h"
+#include "core/progress.h"
 #include "synth/shard_writer.h"
 
 namespace coli {

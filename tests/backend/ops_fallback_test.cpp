@@ -27,8 +27,12 @@ public:
     void tensor_write(Tensor& t, std::span<const float> s) override { inner_.tensor_write(t, s); }
     void tensor_read(const Tensor& t, std::span<float> d) override { inner_.tensor_read(t, d); }
     Weight weight_upload(const Weight& w) override { return w; }
-    void embedding(const Weight& t, std::span<const int32_t> ids, Tensor& o) override { inner_.embedding(t, ids, o); }
-    void rms_norm(const Tensor&, const Weight&, float, Tensor&) override { FAIL() << "declined op was called"; }
+    void embedding(const Weight& t, std::span<const int32_t> ids, Tensor& o) override {
+        inner_.embedding(t, ids, o);
+    }
+    void rms_norm(const Tensor&, const Weight&, float, Tensor&) override {
+        FAIL() << "declined op was called";
+    }
     void matmul(const Weight& w, const Tensor& x, Tensor& y) override { inner_.matmul(w, x, y); }
     void add(const Tensor& a, const Tensor& b, Tensor& o) override { inner_.add(a, b, o); }
     void clamp(Tensor& x, float lo, float hi) override { inner_.clamp(x, lo, hi); }
@@ -37,8 +41,11 @@ public:
                    int64_t pos0, Tensor& o) override {
         inner_.attention(q, k, v, c, s, pos0, o);
     }
-    Routing route_softmax_topk(const Tensor& l, int k, bool r) override { return inner_.route_softmax_topk(l, k, r); }
-    void moe_experts(std::span<const ExpertWeights> e, const Routing& r, const Tensor& x, Tensor& y) override {
+    Routing route_softmax_topk(const Tensor& l, int k, bool r) override {
+        return inner_.route_softmax_topk(l, k, r);
+    }
+    void moe_experts(std::span<const ExpertWeights> e, const Routing& r, const Tensor& x,
+                     Tensor& y) override {
         inner_.moe_experts(e, r, x, y);
     }
 
@@ -76,8 +83,10 @@ TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
         Tensor y = ops->rms_norm(ops->matmul(ops->weight(w), x), g, 1e-5f);
         EXPECT_EQ(y.backend(), &ops->backend()) << "results come back to the chosen backend";
     }
-    const auto y_cpu = on_cpu.read(on_cpu.rms_norm(on_cpu.matmul(w, on_cpu.tensor_from(n, cols, xf)), g, 1e-5f));
-    const auto y_gpu = on_gpu.read(on_gpu.rms_norm(on_gpu.matmul(w, on_gpu.tensor_from(n, cols, xf)), g, 1e-5f));
+    const auto y_cpu =
+        on_cpu.read(on_cpu.rms_norm(on_cpu.matmul(w, on_cpu.tensor_from(n, cols, xf)), g, 1e-5f));
+    const auto y_gpu =
+        on_gpu.read(on_gpu.rms_norm(on_gpu.matmul(w, on_gpu.tensor_from(n, cols, xf)), g, 1e-5f));
     EXPECT_EQ(y_cpu, y_gpu) << "a fallback must not change results";
 
     const OpCounters& c = on_gpu.counters();

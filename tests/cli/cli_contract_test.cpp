@@ -10,27 +10,16 @@
 
 #include "common/fixture.h"
 #include "common/process.h"
+#include "common/test_util.h"
 
 namespace coli {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string ids_text(const std::vector<int32_t>& ids) { return fmt::format("{}", fmt::join(ids, ",")); }
-
-// A scratch directory removed at the end of the test.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        path = fs::temp_directory_path() / fmt::format("coli_cli_{}_{}", ::getpid(), counter()++);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    static int& counter() {
-        static int c = 0;
-        return c;
-    }
-};
+std::string ids_text(const std::vector<int32_t>& ids) {
+    return fmt::format("{}", fmt::join(ids, ","));
+}
 
 // Reads a float32 .npy written by `coli logits`: checks the header names the shape.
 std::vector<float> npy_read_f32(const fs::path& p, const std::string& expect_shape) {
@@ -48,9 +37,10 @@ std::vector<float> npy_read_f32(const fs::path& p, const std::string& expect_sha
 
 TEST(CliContract, RunPrintsTheGreedyIdsAsTheLastLine) {
     const test::Fixture fx = test::fixture_load("olmoe_gqa");
-    const auto r = test::coli_run(fmt::format("run --model {} --ids {} --max-tokens 8 --temperature 0 --print-ids "
-                                              "--hot-set none",
-                                              fx.dir.string(), ids_text(fx.input_ids)));
+    const auto r =
+        test::coli_run(fmt::format("run --model {} --ids {} --max-tokens 8 --temperature 0 --print-ids "
+                                   "--hot-set none",
+                                   fx.dir.string(), ids_text(fx.input_ids)));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(test::last_line(r.out), ids_text(fx.greedy));
     EXPECT_NE(r.err.find("experts:"), std::string::npos) << "statistics go to stderr";
@@ -58,18 +48,19 @@ TEST(CliContract, RunPrintsTheGreedyIdsAsTheLastLine) {
 
 TEST(CliContract, LogitsWritesTheOracleShapeAndValues) {
     const test::Fixture fx = test::fixture_load("olmoe_sharded");
-    TempDir tmp;
-    const fs::path out = tmp.path / "logits.npy";
-    const auto r = test::coli_run(fmt::format("logits --model {} --ids {} --out {} --expert-cache 1 --hot-set none",
-                                              fx.dir.string(), ids_text(fx.input_ids), out.string()));
+    test::TempDir tmp("cli");
+    const fs::path out = tmp.path() / "logits.npy";
+    const auto r =
+        test::coli_run(fmt::format("logits --model {} --ids {} --out {} --expert-cache 1 --hot-set none",
+                                   fx.dir.string(), ids_text(fx.input_ids), out.string()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::vector<float> got =
-        npy_read_f32(out, fmt::format("({}, {})", fx.input_ids.size(), fx.vocab));
+    const std::vector<float> got = npy_read_f32(out, fmt::format("({}, {})", fx.input_ids.size(), fx.vocab));
     EXPECT_LE(test::max_rel_diff(got, fx.logits), 1e-3);
 }
 
 TEST(CliContract, InfoShowsSizesByPart) {
-    const auto r = test::coli_run(fmt::format("info --model {} --hot-set none", (test::fixtures_dir() / "olmoe_bf16").string()));
+    const auto r = test::coli_run(
+        fmt::format("info --model {} --hot-set none", (test::fixtures_dir() / "olmoe_bf16").string()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const char* key : {"family:       olmoe", "dense:", "experts:", "kv cache:", "memory plan:", "BF16"})
         EXPECT_NE(r.out.find(key), std::string::npos) << key << " missing in:\n" << r.out;
@@ -88,21 +79,24 @@ TEST(CliErrors, MissingModelDirectory) {
 }
 
 TEST(CliErrors, MalformedModelDirectories) {
-    TempDir tmp;
+    test::TempDir tmp("cli");
     const fs::path src = test::fixtures_dir() / "olmoe_base";
     // No config.json.
-    fs::copy_file(src / "model.safetensors", tmp.path / "model.safetensors");
-    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())), "config.json");
+    fs::copy_file(src / "model.safetensors", tmp.path() / "model.safetensors");
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path().string())),
+                          "config.json");
     // config.json that is not JSON.
-    std::ofstream(tmp.path / "config.json") << "{\"model_type\": \"olmoe\",";
-    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())), "config.json");
+    std::ofstream(tmp.path() / "config.json") << "{\"model_type\": \"olmoe\",";
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path().string())),
+                          "config.json");
     // An unsupported model_type names itself.
-    std::ofstream(tmp.path / "config.json") << "{\"model_type\": \"llama\"}";
-    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())), "llama");
+    std::ofstream(tmp.path() / "config.json") << "{\"model_type\": \"llama\"}";
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path().string())),
+                          "llama");
     // A truncated weights file.
-    fs::copy_file(src / "config.json", tmp.path / "config.json", fs::copy_options::overwrite_existing);
-    fs::resize_file(tmp.path / "model.safetensors", fs::file_size(src / "model.safetensors") / 2);
-    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path.string())),
+    fs::copy_file(src / "config.json", tmp.path() / "config.json", fs::copy_options::overwrite_existing);
+    fs::resize_file(tmp.path() / "model.safetensors", fs::file_size(src / "model.safetensors") / 2);
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1", tmp.path().string())),
                           "model.safetensors");
 }
 
@@ -111,7 +105,8 @@ TEST(CliErrors, BadIdsAndBadBackend) {
     expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1,x", model)), "--ids");
     expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1,99999 --hot-set none", model)),
                           "99999");
-    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1 --backend tpu", model)), "unknown backend");
+    expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1 --backend tpu", model)),
+                          "unknown backend");
     expect_one_line_error(test::coli_run(fmt::format("run --model {} --ids 1 --backend cuda", model)),
                           "backend 'cuda' is unavailable");  // not compiled in, or no device
 }
@@ -135,11 +130,11 @@ TEST(CliText, RunWithATextPromptStreamsTheOracleContinuation) {
 }
 
 TEST(CliText, ChatKeepsTurnsAndAnswersCommands) {
-    TempDir tmp;
-    const fs::path input = tmp.path / "turns.txt";
+    test::TempDir tmp("cli");
+    const fs::path input = tmp.path() / "turns.txt";
     std::ofstream(input) << "Hello\n/stats\nWho are you?\n/reset\n/exit\nnever read\n";
-    const auto r =
-        test::coli_run(fmt::format("chat --temperature 0 --max-tokens 24 --hot-set none < {}", input.string()));
+    const auto r = test::coli_run(
+        fmt::format("chat --temperature 0 --max-tokens 24 --hot-set none < {}", input.string()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("context"), std::string::npos) << "/stats prints the session";
     EXPECT_NE(r.err.find("conversation reset"), std::string::npos);

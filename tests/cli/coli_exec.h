@@ -5,9 +5,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "common/test_util.h"
 
 #include <atomic>
 #include <cerrno>
@@ -20,29 +22,8 @@
 
 namespace coli::test {
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-class ScratchDir {
-public:
-    explicit ScratchDir(const std::string& tag) {
-        static std::atomic<int> counter{0};
-        path_ = std::filesystem::temp_directory_path() /
-                ("coli-cli-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-
-    const std::filesystem::path& path() const { return path_; }
-    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    std::filesystem::path path_;
-};
+// Scratch space for a test: its files, captured output and any model it writes.
+using ScratchDir = TempDir;
 
 struct ExecResult {
     int exit_code = -1;    // the exit status, or -1 when killed by a signal

@@ -19,7 +19,7 @@ constexpr double kBudgetGB = 0.04;  // 40 MB: about a quarter of the experts
 constexpr uint64_t kBudgetBytes = 40'000'000;
 
 // What a run holds besides dense weights and cached experts. Measured with this same wait4 method:
-// `coli --version` peaks at 4.7 MiB (binary, libstdc++, fmt, liburing), a full `coli run` of a 3 MB model
+// `coli --version` peaks at 4.7 MiB (binary, libstdc++, fmt), a full `coli run` of a 3 MB model
 // at 9.1 MiB, so the fixed cost is ~10 MB: thread stacks (2 pool + 4 I/O threads, touched pages only),
 // glibc malloc arenas (one per allocating thread, keeping freed activation and routing buffers), the KV
 // cache (--ctx 64: 3 layers x 2 x 512 floats x 64 positions = 0.8 MB), parsed headers. Linux also carries

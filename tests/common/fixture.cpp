@@ -10,7 +10,9 @@
 
 namespace coli::test {
 
-std::filesystem::path fixtures_dir() { return std::filesystem::path(COLI_SOURCE_DIR) / "tests" / "fixtures"; }
+std::filesystem::path fixtures_dir() {
+    return std::filesystem::path(COLI_SOURCE_DIR) / "tests" / "fixtures";
+}
 
 namespace {
 
@@ -50,7 +52,8 @@ Fixture fixture_load(const std::string& name) {
             fx.vocab = t.shape[1];
         }
     }
-    check(!fx.input_ids.empty() && !fx.logits.empty() && !fx.greedy.empty(), "{}: incomplete oracle", path.string());
+    check(!fx.input_ids.empty() && !fx.logits.empty() && !fx.greedy.empty(), "{}: incomplete oracle",
+          path.string());
     return fx;
 }
 
@@ -66,7 +69,8 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 std::vector<int32_t> argmax_rows(const std::vector<float>& m, int64_t cols) {
     std::vector<int32_t> out;
     for (size_t r = 0; r + cols <= m.size(); r += cols)
-        out.push_back(static_cast<int32_t>(std::max_element(m.begin() + r, m.begin() + r + cols) - (m.begin() + r)));
+        out.push_back(
+            static_cast<int32_t>(std::max_element(m.begin() + r, m.begin() + r + cols) - (m.begin() + r)));
     return out;
 }
 

@@ -14,7 +14,7 @@ struct Fixture {
     std::vector<int32_t> input_ids;  // [T]
     std::vector<float> logits;       // [T, vocab]
     int64_t vocab = 0;
-    std::vector<int32_t> greedy;     // the 8 tokens transformers' generate() chose
+    std::vector<int32_t> greedy;  // the 8 tokens transformers' generate() chose
 };
 
 std::filesystem::path fixtures_dir();

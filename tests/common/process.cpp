@@ -38,7 +38,8 @@ std::string last_line(const std::string& text) {
     size_t end = text.find_last_not_of('\n');
     if (end == std::string::npos) return "";
     size_t begin = text.rfind('\n', end);
-    return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
+    return text.substr(begin == std::string::npos ? 0 : begin + 1,
+                       end - (begin == std::string::npos ? 0 : begin + 1) + 1);
 }
 
 }  // namespace coli::test

@@ -69,8 +69,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, OlmoeOracle,
                          [](const auto& info) {
                              std::string name = std::get<0>(info.param);
                              std::replace(name.begin(), name.end(), '/', '_');
-                             return name +
-                                    (std::get<1>(info.param) ? "_cache1" : "_unlimited");
+                             return name + (std::get<1>(info.param) ? "_cache1" : "_unlimited");
                          });
 
 // Cache invariance is exact: one slot per layer and an unlimited cache give bit-identical logits.

@@ -40,8 +40,8 @@ struct GroupingModel {
         nlohmann::json map = nlohmann::json::object();
         for (auto& t : shard1) map[t.name] = "s1.safetensors";
         for (auto& t : shard2) map[t.name] = "s2.safetensors";
-        write_text(tmp / "model.safetensors.index.json", nlohmann::json{{"weight_map", map}}.dump());
-        write_text(tmp / "config.json", "{}");
+        write_bytes(tmp / "model.safetensors.index.json", nlohmann::json{{"weight_map", map}}.dump());
+        write_bytes(tmp / "config.json", "{}");
     }
     static ExpertLayout layout() {
         ExpertLayout l;

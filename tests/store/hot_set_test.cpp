@@ -65,7 +65,7 @@ TEST_F(HotSet, PinnedExpertsSurviveEvictionPressureAcrossRuns) {
         record_favourites(store);
         store.hot_set_save();
     }
-    const nlohmann::json saved = nlohmann::json::parse(read_text(hot_file));
+    const nlohmann::json saved = nlohmann::json::parse(read_bytes(hot_file));
     EXPECT_EQ(saved["format"], "colibri-hot-set");
     EXPECT_EQ(saved["version"], kHotSetFormatVersion);
     EXPECT_EQ(saved["fingerprint"].get<std::string>().size(), 16u);
@@ -135,7 +135,7 @@ TEST_F(HotSet, ForeignHistoryIsIgnoredAndKept) {
         ExpertStore store(*ckpt, model.layout(), options(6));
         record_favourites(store);
     }
-    const std::string before = read_text(hot_file);
+    const std::string before = read_bytes(hot_file);
 
     TempDir other_dir;
     SynthModel other = write_synth_model(other_dir.path(), 2, /*size_salt=*/8);
@@ -151,7 +151,7 @@ TEST_F(HotSet, ForeignHistoryIsIgnoredAndKept) {
     const std::string err = testing::internal::GetCapturedStderr();
     EXPECT_NE(err.find("warning: "), std::string::npos) << err;
     EXPECT_NE(err.find("another model"), std::string::npos) << err;
-    EXPECT_EQ(read_text(hot_file), before);  // neither deleted nor overwritten
+    EXPECT_EQ(read_bytes(hot_file), before);  // neither deleted nor overwritten
 
     ExpertStore store(*ckpt, model.layout(), options(6));  // still good for its own model
     EXPECT_EQ(store.stats().pinned_experts, 4u);
@@ -170,18 +170,18 @@ TEST_F(HotSet, MalformedFilesAreIgnoredWithAWarning) {
         ExpertStore store(*ckpt, model.layout(), options(6));
         record_favourites(store);
     }
-    fingerprint = nlohmann::json::parse(read_text(hot_file))["fingerprint"];
+    fingerprint = nlohmann::json::parse(read_bytes(hot_file))["fingerprint"];
     // Right model, wrong contents.
-    nlohmann::json bad_counts = nlohmann::json::parse(read_text(hot_file));
+    nlohmann::json bad_counts = nlohmann::json::parse(read_bytes(hot_file));
     bad_counts["counts"][1][2] = -3;
-    nlohmann::json bad_types = nlohmann::json::parse(read_text(hot_file));
+    nlohmann::json bad_types = nlohmann::json::parse(read_bytes(hot_file));
     bad_types["n_layers"] = "four";
     std::vector<std::pair<std::string, std::string>> all = cases;
     all.emplace_back(bad_counts.dump(), "malformed counts");
     all.emplace_back(bad_types.dump(), "malformed");
 
     for (const auto& [text, why] : all) {
-        write_text(hot_file, text);
+        write_bytes(hot_file, text);
         testing::internal::CaptureStderr();
         {
             ExpertStore store(*ckpt, model.layout(), options(6));
@@ -190,12 +190,12 @@ TEST_F(HotSet, MalformedFilesAreIgnoredWithAWarning) {
         const std::string err = testing::internal::GetCapturedStderr();
         EXPECT_NE(err.find("warning: "), std::string::npos) << text;
         EXPECT_NE(err.find(why), std::string::npos) << text << " -> " << err;
-        EXPECT_EQ(read_text(hot_file), text);  // left alone
+        EXPECT_EQ(read_bytes(hot_file), text);  // left alone
     }
 }
 
 TEST_F(HotSet, UnwritablePlaceIsAWarning) {
-    write_text(tmp / "a-file", "x");
+    write_bytes(tmp / "a-file", "x");
     StoreOptions opts = options(6);
     opts.hot_set = tmp / "a-file" / "routing.json";  // a directory that cannot exist, even for root
     testing::internal::CaptureStderr();

@@ -1,4 +1,4 @@
-// Helpers for the store tests: a temporary directory, and a small synthetic MoE checkpoint written with
+// Helpers for the store tests: a small synthetic MoE checkpoint written with
 // safetensors_write in the transformers layout (two shards and an index, config.json), with experts stored
 // out of id order and each expert's tensors in a different order on disk than in the layout.
 #pragma once
@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/test_util.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
@@ -30,51 +31,10 @@ namespace coli::store_test {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        path_ = fs::temp_directory_path() /
-                fmt::format("coli-store-test-{}-{}", ::getpid(), counter.fetch_add(1));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const fs::path& path() const { return path_; }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
-
-inline std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void write_text(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-}
-
-// The coli::Error message thrown by `f`, or "" (and a test failure) when it throws none.
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "expected a coli::Error";
-    return "";
-}
+using test::error_of;
+using test::read_bytes;
+using test::TempDir;
+using test::write_bytes;
 
 // Shape of the synthetic model. Layer 0 is dense (no routed experts), like DeepSeek's first layers.
 inline constexpr int kLayers = 4;
@@ -197,13 +157,13 @@ inline SynthModel write_synth_model(const fs::path& dir, uint32_t seed = 1, int 
     };
     write_shard("model-00001-of-00002.safetensors", shard1);
     write_shard("model-00002-of-00002.safetensors", shard2);
-    write_text(dir / "model.safetensors.index.json",
-               nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump(1));
-    write_text(dir / "config.json", nlohmann::json{{"model_type", "synth_moe"},
-                                                   {"num_hidden_layers", kLayers},
-                                                   {"n_routed_experts", kExperts},
-                                                   {"num_experts_per_tok", kTopK}}
-                                        .dump(1));
+    write_bytes(dir / "model.safetensors.index.json",
+                nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump(1));
+    write_bytes(dir / "config.json", nlohmann::json{{"model_type", "synth_moe"},
+                                                    {"num_hidden_layers", kLayers},
+                                                    {"n_routed_experts", kExperts},
+                                                    {"num_experts_per_tok", kTopK}}
+                                         .dump(1));
     return m;
 }
 

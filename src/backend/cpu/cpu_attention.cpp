@@ -24,8 +24,8 @@ std::vector<float> rope_inv_freq(const RopeParams& p) {
 }  // namespace
 
 void CpuBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
-    check(p.head_dim > 0 && x.cols() % p.head_dim == 0, "rope: {} columns are not whole heads of {}", x.cols(),
-          p.head_dim);
+    check(p.head_dim > 0 && x.cols() % p.head_dim == 0, "rope: {} columns are not whole heads of {}",
+          x.cols(), p.head_dim);
     check(p.rotary_dim > 0 && p.rotary_dim <= p.head_dim && p.rotary_dim % 2 == 0, "rope: bad rotary_dim {}",
           p.rotary_dim);
     const std::vector<float> inv_freq = rope_inv_freq(p);
@@ -57,8 +57,8 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
                            const AttentionShape& s, int64_t pos0, Tensor& out) {
     const int64_t n = q.rows(), hd = s.head_dim;
     const int64_t kv_width = static_cast<int64_t>(s.n_kv_heads) * hd;
-    check(s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0, "attention: {} heads over {} kv heads", s.n_heads,
-          s.n_kv_heads);
+    check(s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0, "attention: {} heads over {} kv heads",
+          s.n_heads, s.n_kv_heads);
     check_shape(q, n, s.n_heads * hd, "attention q");
     check_shape(k, n, kv_width, "attention k");
     check_shape(v, n, kv_width, "attention v");

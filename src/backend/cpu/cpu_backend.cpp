@@ -27,12 +27,14 @@ Tensor CpuBackend::tensor_new(int64_t rows, int64_t cols) {
 }
 
 void CpuBackend::tensor_write(Tensor& t, std::span<const float> src) {
-    check(static_cast<int64_t>(src.size()) == t.numel(), "tensor_write: {} floats into {}", src.size(), t.numel());
+    check(static_cast<int64_t>(src.size()) == t.numel(), "tensor_write: {} floats into {}", src.size(),
+          t.numel());
     std::memcpy(data(t), src.data(), src.size_bytes());
 }
 
 void CpuBackend::tensor_read(const Tensor& t, std::span<float> dst) {
-    check(static_cast<int64_t>(dst.size()) == t.numel(), "tensor_read: {} floats from {}", dst.size(), t.numel());
+    check(static_cast<int64_t>(dst.size()) == t.numel(), "tensor_read: {} floats from {}", dst.size(),
+          t.numel());
     std::memcpy(dst.data(), data(t), dst.size_bytes());
 }
 
@@ -46,7 +48,8 @@ void CpuBackend::embedding(const Weight& table, std::span<const int32_t> ids, Te
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) {
-    check(w.format() == Format::f32 && w.rows() * w.cols() == x.cols(), "rms_norm: weight must be f32 [{}]", x.cols());
+    check(w.format() == Format::f32 && w.rows() * w.cols() == x.cols(), "rms_norm: weight must be f32 [{}]",
+          x.cols());
     check_shape(out, x.rows(), x.cols(), "rms_norm out");
     const auto* g = static_cast<const float*>(w.host.data);
     const int64_t d = x.cols();

@@ -40,7 +40,8 @@ Routing CpuBackend::route_softmax_topk(const Tensor& logits, int k, bool renorma
     return r;
 }
 
-void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y) {
+void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
+                             Tensor& y) {
     const int64_t d_model = x.cols();
     check_shape(y, x.rows(), d_model, "moe_experts y");
     check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
@@ -61,7 +62,8 @@ void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routi
         for (int64_t i = 0; i < m; ++i) std::copy_n(row(x, tokens[i]), d_model, &xs[i * d_model]);
         coli::matmul(e.gate.host, xs.data(), m, gate.data(), pool_);  // [m, d_ff]
         coli::matmul(e.up.host, xs.data(), m, up.data(), pool_);      // [m, d_ff]
-        for (int64_t i = 0; i < m * d_ff; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // SwiGLU
+        for (int64_t i = 0; i < m * d_ff; ++i)
+            gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];   // SwiGLU
         coli::matmul(e.down.host, gate.data(), m, out.data(), pool_);  // [m, d_model]
         for (int64_t i = 0; i < m; ++i) {
             float* yt = row(y, tokens[i]);

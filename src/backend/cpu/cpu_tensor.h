@@ -6,15 +6,23 @@
 
 namespace coli::cpu {
 
-inline float* data(Tensor& t) { return static_cast<float*>(t.storage()); }
-inline const float* data(const Tensor& t) { return static_cast<const float*>(t.storage()); }
-inline float* row(Tensor& t, int64_t r) { return data(t) + r * t.cols(); }
-inline const float* row(const Tensor& t, int64_t r) { return data(t) + r * t.cols(); }
+inline float* data(Tensor& t) {
+    return static_cast<float*>(t.storage());
+}
+inline const float* data(const Tensor& t) {
+    return static_cast<const float*>(t.storage());
+}
+inline float* row(Tensor& t, int64_t r) {
+    return data(t) + r * t.cols();
+}
+inline const float* row(const Tensor& t, int64_t r) {
+    return data(t) + r * t.cols();
+}
 
 // Checks that a tensor has the expected shape; the message names the op and the operand.
 inline void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what) {
-    check(t.rows() == rows && t.cols() == cols, "{}: shape [{}, {}], expected [{}, {}]", what, t.rows(), t.cols(),
-          rows, cols);
+    check(t.rows() == rows && t.cols() == cols, "{}: shape [{}, {}], expected [{}, {}]", what, t.rows(),
+          t.cols(), rows, cols);
 }
 
 }  // namespace coli::cpu

@@ -8,8 +8,9 @@ namespace coli::cuda {
 
 // cublasGemmEx as exported (C++ also sees an inline overload taking cudaDataType as the compute type).
 using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                    const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
-                                    const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+                                    const void*, const void*, cudaDataType, int, const void*, cudaDataType,
+                                    int, const void*, void*, cudaDataType, int, cublasComputeType_t,
+                                    cublasGemmAlgo_t);
 
 // The cuBLAS entry points the backend uses.
 struct BlasApi {

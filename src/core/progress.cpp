@@ -1,4 +1,4 @@
-#include "synth/progress.h"
+#include "core/progress.h"
 
 #include <unistd.h>
 
@@ -13,11 +13,17 @@ constexpr double kLogLineSeconds = 5.0;          // a log gets a line every few 
 constexpr double kBytesPerGB = 1e9;
 }  // namespace
 
-ProgressMeter::ProgressMeter(std::string what, uint64_t total_bytes)
-    : what_(std::move(what)), total_(total_bytes), tty_(::isatty(STDERR_FILENO) != 0) {}
+ProgressMeter::ProgressMeter(std::string what, uint64_t total_bytes, std::string verb, bool terminal_only)
+    : what_(std::move(what)),
+      verb_(std::move(verb)),
+      total_(total_bytes),
+      tty_(::isatty(STDERR_FILENO) != 0) {
+    enabled_ = !terminal_only || (tty_ && ::isatty(STDOUT_FILENO) != 0);
+}
 
 void ProgressMeter::advance(uint64_t bytes) {
     done_ += bytes;
+    if (!enabled_) return;
     const double now = timer_.seconds();
     if (now - last_print_ >= (tty_ ? kTerminalRedrawSeconds : kLogLineSeconds)) {
         last_print_ = now;
@@ -26,14 +32,15 @@ void ProgressMeter::advance(uint64_t bytes) {
 }
 
 void ProgressMeter::finish() {
-    print(true);
+    if (enabled_) print(true);
 }
 
 void ProgressMeter::print(bool final) {
     const double s = timer_.seconds();
+    const std::string of_total = total_ ? fmt::format(" / {:.2f}", total_ / kBytesPerGB) : "";
     const std::string line =
-        fmt::format("{}: {:.2f} / {:.2f} GB written in {:.1f} s ({:.2f} GB/s)", what_, done_ / kBytesPerGB,
-                    total_ / kBytesPerGB, s, s > 0 ? done_ / kBytesPerGB / s : 0.0);
+        fmt::format("{}: {:.2f}{} GB {} in {:.1f} s ({:.2f} GB/s)", what_, done_ / kBytesPerGB, of_total,
+                    verb_, s, s > 0 ? done_ / kBytesPerGB / s : 0.0);
     if (tty_)
         fmt::print(stderr, "\r{}\033[K{}", line, final ? "\n" : "");
     else
