@@ -357,13 +357,13 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
                            a.engine.io_threads, kDiskBlockBytes / kMiB),
                median(store_gbps) / disk);
     fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, disk_bound,
-               fmt::format("disk: {:.2f} GB/s / {} missed per token", disk, bytes_human(uint64_t(miss))),
+               fmt::format("disk: {:.2f} GB/s / {} read per token", disk, bytes_human(uint64_t(miss))),
                disk_bound > 0 ? tps / disk_bound : 0);
     fmt::print(
         "{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, mem_bound,
         fmt::format("memory: {:.1f} GB/s read / {} touched per token", mem, bytes_human(uint64_t(touched))),
         mem_bound > 0 ? tps / mem_bound : 0);
-    fmt::print("{:<28} {:>12}\n", "bytes missed per token", bytes_human(uint64_t(miss)));
+    fmt::print("{:<28} {:>12}\n", "bytes read per token", bytes_human(uint64_t(miss)));
     fmt::print("{:<28} {:>11.1f}%\n", "hit rate (decode)", 100 * median(hit));
     fmt::print("{:<28} {:>11.1f}%\n", "decode time stalled on I/O", 100 * median(stall));
     fmt::print("{:<28} {:>12.1f}   of {} experts per layer, over the run\n", "routing: distinct experts",
