@@ -37,6 +37,13 @@ struct OpDesc {
     const Weight* weight = nullptr;  // the op's weight when it has one (residency checks), else nullptr
 };
 
+// Checks that a tensor has the expected shape; the message names the op and the operand. Backends call it
+// (and attention_args_check) on their inputs so that every backend rejects the same calls the same way.
+void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what);
+// The shapes of an attention call (see Backend::attention), and that the new rows fit in the cache.
+void attention_args_check(const Tensor& q, const Tensor& k, const Tensor& v, const KvCache& cache,
+                          const AttentionShape& s, int64_t pos0, const Tensor& out);
+
 class Backend {
 public:
     virtual ~Backend() = default;

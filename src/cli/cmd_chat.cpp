@@ -75,12 +75,7 @@ void cmd_chat_add(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("chat", "Chat with a model interactively (reads turns from stdin)");
     model_flags_add(*cmd, args->engine, false);
     cmd->add_option("--max-tokens,-n", args->max_tokens, "Most tokens per reply")->capture_default_str();
-    cmd->add_option("--temperature", args->sampler.temperature, "Sampling temperature (0 = greedy)")
-        ->capture_default_str();
-    cmd->add_option("--top-k", args->sampler.top_k, "Keep the k most likely tokens (0 = all)")
-        ->capture_default_str();
-    cmd->add_option("--top-p", args->sampler.top_p, "Nucleus sampling mass")->capture_default_str();
-    cmd->add_option("--seed", args->sampler.seed, "Random seed for sampling")->capture_default_str();
+    sampler_flags_add(*cmd, args->sampler);
     cmd->add_option("--system", args->system, "A system message");
     cmd->callback([args] { chat(*args); });
 }

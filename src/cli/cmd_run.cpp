@@ -81,12 +81,7 @@ void cmd_run_add(CLI::App& app) {
     cmd->add_option("prompt", args->prompt, "Prompt text");
     cmd->add_option("--ids", args->ids, "Prompt as comma-separated token ids instead of text");
     cmd->add_option("--max-tokens,-n", args->max_tokens, "Tokens to generate")->capture_default_str();
-    cmd->add_option("--temperature", args->sampler.temperature, "Sampling temperature (0 = greedy)")
-        ->capture_default_str();
-    cmd->add_option("--top-k", args->sampler.top_k, "Keep the k most likely tokens (0 = all)")
-        ->capture_default_str();
-    cmd->add_option("--top-p", args->sampler.top_p, "Nucleus sampling mass")->capture_default_str();
-    cmd->add_option("--seed", args->sampler.seed, "Random seed for sampling")->capture_default_str();
+    sampler_flags_add(*cmd, args->sampler);
     cmd->add_flag("--print-ids", args->print_ids,
                   "With --ids: print the generated ids, comma-separated, last");
     cmd->add_flag("--ignore-eos", args->ignore_eos, "With --ids: do not stop at the end-of-sequence token");

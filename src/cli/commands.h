@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/engine.h"
+#include "runtime/sampler.h"
 
 namespace coli {
 
@@ -18,6 +19,9 @@ void model_flags_add(CLI::App& cmd, EngineOptions& opts, bool model_required = t
 
 // The bundled demo model: $COLI_MODEL if set, else models/demo beside the build directory of the binary.
 std::filesystem::path default_model_dir();
+
+// --temperature, --top-k, --top-p, --seed.
+void sampler_flags_add(CLI::App& cmd, SamplerOptions& opts);
 
 // "3,17,42" -> {3, 17, 42}; throws coli::Error on anything else.
 std::vector<int32_t> ids_parse(const std::string& text);

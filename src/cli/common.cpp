@@ -54,6 +54,14 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
     cmd.add_option("--ctx", o.max_ctx, "Context length (0 = the model's maximum)")->capture_default_str();
 }
 
+void sampler_flags_add(CLI::App& cmd, SamplerOptions& o) {
+    cmd.add_option("--temperature", o.temperature, "Sampling temperature (0 = greedy)")
+        ->capture_default_str();
+    cmd.add_option("--top-k", o.top_k, "Keep the k most likely tokens (0 = all)")->capture_default_str();
+    cmd.add_option("--top-p", o.top_p, "Nucleus sampling mass")->capture_default_str();
+    cmd.add_option("--seed", o.seed, "Random seed for sampling")->capture_default_str();
+}
+
 std::vector<int32_t> ids_parse(const std::string& text) {
     std::vector<int32_t> ids;
     const char* p = text.data();

@@ -57,14 +57,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
                            const AttentionShape& s, int64_t pos0, Tensor& out) {
     const int64_t n = q.rows(), hd = s.head_dim;
     const int64_t kv_width = static_cast<int64_t>(s.n_kv_heads) * hd;
-    check(s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0, "attention: {} heads over {} kv heads",
-          s.n_heads, s.n_kv_heads);
-    check_shape(q, n, s.n_heads * hd, "attention q");
-    check_shape(k, n, kv_width, "attention k");
-    check_shape(v, n, kv_width, "attention v");
-    check_shape(out, n, s.n_heads * hd, "attention out");
-    check(pos0 + n <= cache.k.rows(), "context full: {} tokens do not fit in a cache of {}", pos0 + n,
-          cache.k.rows());
+    attention_args_check(q, k, v, cache, s, pos0, out);
 
     for (int64_t i = 0; i < n; ++i) {
         std::copy_n(row(k, i), kv_width, row(cache.k, pos0 + i));

@@ -19,10 +19,6 @@ inline const float* row(const Tensor& t, int64_t r) {
     return data(t) + r * t.cols();
 }
 
-// Checks that a tensor has the expected shape; the message names the op and the operand.
-inline void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what) {
-    check(t.rows() == rows && t.cols() == cols, "{}: shape [{}, {}], expected [{}, {}]", what, t.rows(),
-          t.cols(), rows, cols);
-}
+using coli::check_shape;
 
 }  // namespace coli::cpu

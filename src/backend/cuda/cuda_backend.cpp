@@ -31,11 +31,6 @@ const float* dev(const Tensor& t) {
     return static_cast<const float*>(t.storage());
 }
 
-void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what) {
-    check(t.rows() == rows && t.cols() == cols, "cuda {}: shape [{}, {}], expected [{}, {}]", what, t.rows(),
-          t.cols(), rows, cols);
-}
-
 void check_owner(const Tensor& t, const Backend* b, const char* what) {
     check(t.backend() == b, "cuda {}: the tensor is held by another backend", what);
 }
@@ -247,15 +242,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, K
     fault_check(OpKind::attention);
     const int64_t n = q.rows(), hd = s.head_dim;
     const int64_t kv_width = static_cast<int64_t>(s.n_kv_heads) * hd;
-    check(s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0, "attention: {} heads over {} kv heads",
-          s.n_heads, s.n_kv_heads);
-    check_shape(q, n, s.n_heads * hd, "attention q");
-    check_shape(k, n, kv_width, "attention k");
-    check_shape(v, n, kv_width, "attention v");
-    check_shape(out, n, s.n_heads * hd, "attention out");
-    check_shape(cache.k, cache.k.rows(), kv_width, "attention k cache");
-    check(pos0 + n <= cache.k.rows(), "context full: {} tokens do not fit in a cache of {}", pos0 + n,
-          cache.k.rows());
+    attention_args_check(q, k, v, cache, s, pos0, out);
     for (const Tensor* t :
          {&q, &k, &v, static_cast<const Tensor*>(&cache.k), static_cast<const Tensor*>(&cache.v)})
         check_owner(*t, this, "attention");
