@@ -13,25 +13,25 @@
 namespace coli {
 namespace {
 
-// Runs ops on an inner CPU backend but answers "unsupported" for matmul on int8 weights and for
-// rms_norm, as a GPU backend without those kernels would.
-class DecliningBackend final : public Backend {
+// A stand-in device backend: forwards every op to an inner CPU backend, but owns its tensors (the same
+// storage, rehomed) so that Ops sees a backend other than the CPU. Subclasses change one behaviour each.
+class ForwardingBackend : public Backend {
 public:
-    explicit DecliningBackend(ThreadPool& pool) : inner_(pool) {}
-    std::string_view name() const override { return "declining"; }
+    explicit ForwardingBackend(ThreadPool& pool) : inner_(pool) {}
     std::string description() const override { return "test backend"; }
-    bool supports(const OpDesc& d) const override {
-        return d.op != OpKind::rms_norm && !(d.op == OpKind::matmul && d.format == Format::int8_row);
+    bool supports(const OpDesc&) const override { return true; }
+    Tensor tensor_new(int64_t r, int64_t c) override {
+        const Tensor t = inner_.tensor_new(r, c);
+        return Tensor(this, t.rows(), t.cols(), t.storage_shared());
     }
-    Tensor tensor_new(int64_t r, int64_t c) override { return rehome(inner_.tensor_new(r, c)); }
     void tensor_write(Tensor& t, std::span<const float> s) override { inner_.tensor_write(t, s); }
     void tensor_read(const Tensor& t, std::span<float> d) override { inner_.tensor_read(t, d); }
     Weight weight_upload(const Weight& w) override { return w; }
     void embedding(const Weight& t, std::span<const int32_t> ids, Tensor& o) override {
         inner_.embedding(t, ids, o);
     }
-    void rms_norm(const Tensor&, const Weight&, float, Tensor&) override {
-        FAIL() << "declined op was called";
+    void rms_norm(const Tensor& x, const Weight& w, float e, Tensor& o) override {
+        inner_.rms_norm(x, w, e, o);
     }
     void matmul(const Weight& w, const Tensor& x, Tensor& y) override { inner_.matmul(w, x, y); }
     void add(const Tensor& a, const Tensor& b, Tensor& o) override { inner_.add(a, b, o); }
@@ -50,11 +50,21 @@ public:
     }
 
 private:
-    // Same storage, but owned by this backend so that Ops sees a different backend.
-    Tensor rehome(const Tensor& t) {
-        return Tensor(this, t.rows(), t.cols(), std::shared_ptr<void>(t.storage_shared()));
-    }
     CpuBackend inner_;
+};
+
+// Answers "unsupported" for matmul on int8 weights and for rms_norm, as a GPU backend without those
+// kernels would.
+class DecliningBackend final : public ForwardingBackend {
+public:
+    using ForwardingBackend::ForwardingBackend;
+    std::string_view name() const override { return "declining"; }
+    bool supports(const OpDesc& d) const override {
+        return d.op != OpKind::rms_norm && !(d.op == OpKind::matmul && d.format == Format::int8_row);
+    }
+    void rms_norm(const Tensor&, const Weight&, float, Tensor&) override {
+        FAIL() << "declined op was called";
+    }
 };
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
@@ -124,45 +134,15 @@ TEST(BackendRegistry, UnknownAndUnavailableBackendsSayWhy) {
 
 // Rule 3 under faults: an op that throws on the chosen backend runs on the CPU, with a warning and a
 // counter, and the result is the CPU's.
-class FaultingBackend final : public Backend {
+class FaultingBackend final : public ForwardingBackend {
 public:
-    explicit FaultingBackend(ThreadPool& pool) : inner_(pool) {}
+    using ForwardingBackend::ForwardingBackend;
     std::string_view name() const override { return "faulting"; }
     std::string description() const override { return "test backend whose matmul fails"; }
-    bool supports(const OpDesc&) const override { return true; }
-    Tensor tensor_new(int64_t r, int64_t c) override { return rehome(inner_.tensor_new(r, c)); }
-    void tensor_write(Tensor& t, std::span<const float> s) override { inner_.tensor_write(t, s); }
-    void tensor_read(const Tensor& t, std::span<float> d) override { inner_.tensor_read(t, d); }
-    Weight weight_upload(const Weight& w) override { return w; }
-    void embedding(const Weight& t, std::span<const int32_t> ids, Tensor& o) override {
-        inner_.embedding(t, ids, o);
-    }
-    void rms_norm(const Tensor& x, const Weight& w, float e, Tensor& o) override {
-        inner_.rms_norm(x, w, e, o);
-    }
     void matmul(const Weight&, const Tensor&, Tensor&) override {
         fail("faulting: matmul failed (injected)");
     }
-    void add(const Tensor& a, const Tensor& b, Tensor& o) override { inner_.add(a, b, o); }
-    void clamp(Tensor& x, float lo, float hi) override { fail("faulting: clamp failed (injected)"); }
-    void rope(Tensor& x, const RopeParams& p, int64_t pos0) override { inner_.rope(x, p, pos0); }
-    void attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& c, const AttentionShape& s,
-                   int64_t pos0, Tensor& o) override {
-        inner_.attention(q, k, v, c, s, pos0, o);
-    }
-    Routing route_softmax_topk(const Tensor& l, int k, bool r) override {
-        return inner_.route_softmax_topk(l, k, r);
-    }
-    void moe_experts(std::span<const ExpertWeights> e, const Routing& r, const Tensor& x,
-                     Tensor& y) override {
-        inner_.moe_experts(e, r, x, y);
-    }
-
-private:
-    Tensor rehome(const Tensor& t) {
-        return Tensor(this, t.rows(), t.cols(), std::shared_ptr<void>(t.storage_shared()));
-    }
-    CpuBackend inner_;
+    void clamp(Tensor&, float, float) override { fail("faulting: clamp failed (injected)"); }
 };
 
 TEST(OpsFallback, FaultsFallBackToTheCpuAndAreCounted) {
