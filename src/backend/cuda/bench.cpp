@@ -1,7 +1,9 @@
 // `coli test-ops --bench` on CUDA: each kernel's speed beside its bound, measured in the same run.
-//   GEMV (decode, n = 1): weight bytes / time, beside a device-to-device copy (bytes read + written / time).
+//   GEMV (decode, n = 1): weight bytes / time, beside a device-to-device copy (bytes read + written / time),
+//     one matrix per launch and, as moe_experts runs decode, a MoE layer's experts in two batched launches.
 //   GEMM (prefill): TFLOP/s of matmul_device per format beside plain cuBLAS bf16 (bf16 x, one pass).
-// Weights rotate over enough copies to exceed the L2 cache, so every call reads HBM.
+// Weights rotate over enough copies to exceed the L2 cache, so every call reads HBM. Calls are timed in
+// back-to-back runs on the stream, as a decode step queues them, and the median run is reported.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,12 +21,16 @@ using cuda::cuda_check;
 
 namespace {
 
-constexpr int kWarmup = 5;                   // untimed calls before timing
-constexpr int kRepeats = 50;                 // timed calls; the median is reported
+constexpr int kWarmup = 5;                   // untimed runs before timing
+constexpr int kRepeats = 21;                 // timed runs; the median is reported
+constexpr int kCallsPerRun = 20;             // back-to-back calls per timed run
 constexpr uint64_t kCopyBytes = 2ull << 30;  // device-to-device copy size
 constexpr int kL2Multiple = 4;               // rotate weight copies until they span this many L2 sizes
 constexpr int kMaxCopies = 64;               // at most this many copies of one weight
 constexpr int64_t kPrefillTokens = 2048;     // tokens of the prefill GEMM
+constexpr int kBenchExperts = 8;             // routed experts per token (DeepSeek V3, GLM-5)
+constexpr int64_t kExpertModel = 7168;       // d_model of DeepSeek V3 / Kimi
+constexpr int64_t kExpertFf = 2048;          // their expert d_ff
 constexpr double kGiga = 1e9, kTera = 1e12;
 
 struct Shape {
@@ -36,20 +42,22 @@ constexpr Shape kShapes[] = {{7168, 2048}, {2048, 7168}, {6144, 2048}, {8192, 81
 constexpr Format kFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
                                Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
 
-// Median milliseconds of kRepeats calls of f on the stream.
+// Milliseconds per call of f on the stream: the median of kRepeats runs of `calls` back-to-back calls.
 template <typename F>
-double time_ms(cudaStream_t s, F&& f) {
+double time_ms(cudaStream_t s, F&& f, int calls = kCallsPerRun) {
     cudaEvent_t a, b;
     cudaEventCreate(&a);
     cudaEventCreate(&b);
-    for (int i = 0; i < kWarmup; ++i) f(i);
+    int i = 0;
+    for (int w = 0; w < kWarmup; ++w) f(i++);
     std::vector<float> ms(kRepeats);
-    for (int i = 0; i < kRepeats; ++i) {
+    for (float& run : ms) {
         cudaEventRecord(a, s);
-        f(i);
+        for (int c = 0; c < calls; ++c) f(i++);
         cudaEventRecord(b, s);
         cuda_check(cudaEventSynchronize(b), "bench timing");
-        cudaEventElapsedTime(&ms[i], a, b);
+        cudaEventElapsedTime(&run, a, b);
+        run /= static_cast<float>(calls);
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
@@ -65,6 +73,66 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
     return v;
 }
 
+// Enough device copies of one weight to span kL2Multiple L2 sizes (at least `min_copies`), so that rotating
+// over them reads HBM.
+struct Copies {
+    std::vector<std::shared_ptr<void>> memory;
+    std::vector<cuda::DeviceWeight> views;
+};
+Copies copies_make(const std::shared_ptr<cuda::Context>& ctx, const WeightView& v, uint64_t span_bytes,
+                   int min_copies) {
+    const uint64_t bytes = cuda::device_bytes_of(v), l2 = static_cast<uint64_t>(ctx->props.l2CacheSize);
+    const int n = std::max(
+        min_copies, static_cast<int>(std::clamp<uint64_t>(kL2Multiple * l2 / span_bytes + 1, 1, kMaxCopies)));
+    Copies c;
+    for (int i = 0; i < n; ++i) {
+        c.memory.push_back(cuda::buffer_new(ctx, bytes, ctx->compute));
+        c.views.push_back(
+            cuda::weight_copy_async(v, static_cast<uint8_t*>(c.memory.back().get()), ctx->compute));
+    }
+    return c;
+}
+
+uint64_t weight_bytes(const WeightView& v) {
+    return v.data_bytes() + v.scale_bytes();
+}
+
+// A MoE layer's routed experts in decode, as moe_experts runs them: every gate and up in one batched
+// launch, every down in a second.
+void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const float* x, float* y, double copy_gbps) {
+    cudaStream_t s = ctx->compute;
+    fmt::print("\ndecode MoE layer, n = 1: {} experts of [{} x {}] gate, up and down in 2 batched launches\n",
+               kBenchExperts, kExpertFf, kExpertModel);
+    fmt::print("{:<16} {:>10} {:>10} {:>9}\n", "format", "us", "GB/s", "of copy");
+    const std::vector<float> wf = random_floats(static_cast<size_t>(kExpertFf * kExpertModel), 13);
+    for (Format f : kFormats) {
+        const EncodedWeight gu = weight_encode(f, wf.data(), kExpertFf, kExpertModel);
+        const EncodedWeight dn = weight_encode(f, wf.data(), kExpertModel, kExpertFf);
+        const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
+        // One copy per matrix of the layer, times enough layers to exceed the L2.
+        const Copies gate_up =
+            copies_make(ctx, gu.view(), layer_bytes / (3 * kBenchExperts), 2 * kBenchExperts);
+        const Copies down = copies_make(ctx, dn.view(), layer_bytes / (3 * kBenchExperts), kBenchExperts);
+        const int layers = static_cast<int>(down.views.size()) / kBenchExperts;
+        std::vector<std::vector<cuda::GemvJob>> first(layers), second(layers);
+        for (int l = 0; l < layers; ++l)
+            for (int e = 0; e < kBenchExperts; ++e) {
+                const int g = (l * kBenchExperts + e) % static_cast<int>(gate_up.views.size() / 2);
+                first[l].push_back({gate_up.views[2 * g], x, y + (2 * e) * kExpertFf, 1});
+                first[l].push_back({gate_up.views[2 * g + 1], x, y + (2 * e + 1) * kExpertFf, 1});
+                second[l].push_back({down.views[l * kBenchExperts + e], x, y + e * kExpertModel, 1});
+            }
+        const double ms = time_ms(s, [&](int i) {
+            const int l = i % layers;
+            cuda::gemv_batch(first[l].data(), static_cast<int>(first[l].size()), s);
+            cuda::gemv_batch(second[l].data(), static_cast<int>(second[l].size()), s);
+        });
+        const double gbps = layer_bytes / (ms * 1e-3) / kGiga;
+        fmt::print("{:<16} {:>10.1f} {:>10.0f} {:>8.0f}%\n", format_name(f), ms * 1e3, gbps,
+                   100.0 * gbps / copy_gbps);
+    }
+}
+
 }  // namespace
 
 void cuda_bench_print() {
@@ -77,7 +145,7 @@ void cuda_bench_print() {
     cuda::Scratch<uint8_t> src(ctx, kCopyBytes), dst(ctx, kCopyBytes);
     cuda_check(cudaMemsetAsync(src.get(), 1, kCopyBytes, s), "bench fill");
     const double copy_ms = time_ms(
-        s, [&](int) { cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, s); });
+        s, [&](int) { cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, s); }, 1);
     const double copy_gbps = 2.0 * kCopyBytes / (copy_ms * 1e-3) / kGiga;
     fmt::print("device: {}; L2 {:.0f} MB\n", ctx->props.name, l2 / 1e6);
     fmt::print("device-to-device copy: {:.0f} GB/s (bytes read + written)\n\n", copy_gbps);
@@ -101,17 +169,11 @@ void cuda_bench_print() {
         for (Format f : kFormats) {
             const EncodedWeight e = weight_encode(f, wf.data(), sh.rows, sh.cols);
             const WeightView v = e.view();
-            const uint64_t bytes = cuda::device_bytes_of(v);
-            const int copies =
-                static_cast<int>(std::clamp<uint64_t>(kL2Multiple * l2 / bytes + 1, 1, kMaxCopies));
-            std::vector<std::shared_ptr<void>> mem;
-            std::vector<cuda::DeviceWeight> dw;
-            for (int c = 0; c < copies; ++c) {
-                mem.push_back(cuda::buffer_new(ctx, bytes, s));
-                dw.push_back(cuda::weight_copy_async(v, static_cast<uint8_t*>(mem.back().get()), s));
-            }
+            const Copies c = copies_make(ctx, v, cuda::device_bytes_of(v), 1);
+            const auto copies = static_cast<int>(c.views.size());
+            const std::vector<cuda::DeviceWeight>& dw = c.views;
             const double ms = time_ms(s, [&](int i) { cuda::gemv(dw[i % copies], x.get(), 1, y.get(), s); });
-            const double gbps = (v.data_bytes() + v.scale_bytes()) / (ms * 1e-3) / kGiga;
+            const double gbps = weight_bytes(v) / (ms * 1e-3) / kGiga;
             fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}%\n", format_name(f), sh.rows, sh.cols,
                        ms * 1e3, gbps, 100.0 * gbps / copy_gbps);
             if (sh.rows == kShapes[0].rows && sh.cols == kShapes[0].cols) {
@@ -122,6 +184,8 @@ void cuda_bench_print() {
             }
         }
     }
+
+    moe_decode_bench(ctx, x.get(), y.get(), copy_gbps);
 
     // cuBLAS bf16 on the same shape: the tensor-core bound for prefill.
     const Shape sh = kShapes[0];

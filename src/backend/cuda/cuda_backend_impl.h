@@ -19,6 +19,8 @@
 
 namespace coli {
 
+struct ExpertPlan;  // moe.cpp
+
 // Device memory kept free for activations, KV caches, scratch and cuBLAS when --vram-gb is not given.
 inline constexpr uint64_t kCudaVramReserve = 4ull << 30;
 
@@ -62,6 +64,11 @@ private:
     void fault_check(OpKind op) const;  // throws coli::Error when COLI_CUDA_FAIL_OP names op
     static const cuda::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
     const float* inv_freq(const RopeParams& p);  // cached per (theta, rotary_dim)
+    // moe_experts for decode (few tokens per expert: batched launches) and for prefill (per expert).
+    void moe_batched(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Routing& r,
+                     const Tensor& x, Tensor& y);
+    void moe_per_expert(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
+                        Tensor& y);
 
     std::shared_ptr<cuda::Context> ctx_;
     uint64_t budget_ = 0;                     // bytes for dense weights + expert tier

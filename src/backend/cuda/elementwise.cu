@@ -100,6 +100,21 @@ __global__ void scatter_add_kernel(const float* __restrict__ src, int64_t d, con
     }
 }
 
+// Adds each token's expert outputs in slot order, the order in which the CPU adds them.
+__global__ void moe_combine_kernel(const float* __restrict__ src, int64_t d,
+                                   const int32_t* __restrict__ slots, const float* __restrict__ gains,
+                                   int64_t n, int k, float* __restrict__ y) {
+    COLI_GRID_STRIDE(i, n * d) {
+        const int64_t t = i / d, c = i % d;
+        float sum = y[i];
+        for (int j = 0; j < k; ++j) {
+            const int32_t slot = slots[t * k + j];
+            if (slot >= 0) sum += src[slot * d + c] * gains[t * k + j];
+        }
+        y[i] = sum;
+    }
+}
+
 }  // namespace
 
 void embedding(const DeviceWeight& table, const int32_t* ids, int64_t n, float* out, cudaStream_t s) {
@@ -151,6 +166,13 @@ void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* 
     if (m * d == 0) return;
     scatter_add_kernel<<<grid_for(m * d), kThreads, 0, s>>>(src, d, rows, gains, m, y);
     cuda_check(cudaGetLastError(), "scatter_add launch");
+}
+
+void moe_combine(const float* src, int64_t d, const int32_t* slots, const float* gains, int64_t n, int k,
+                 float* y, cudaStream_t s) {
+    if (n * d == 0) return;
+    moe_combine_kernel<<<grid_for(n * d), kThreads, 0, s>>>(src, d, slots, gains, n, k, y);
+    cuda_check(cudaGetLastError(), "moe_combine launch");
 }
 
 }  // namespace coli::cuda

@@ -1,8 +1,10 @@
-// matmul on device memory: decode GEMV for few tokens, cuBLAS for many.
+// matmul on device memory: decode GEMV for few tokens, tensor-core GEMMs (cuBLAS) for many.
 //   f32           cublasSgemm in plain f32 (no TF32).
-//   bf16          tensor cores: x is split into bf16 hi + lo parts (x = hi + lo to ~2^-17) and the two bf16
-//                 GEMMs accumulate in f32, so the product keeps near-f32 accuracy on exact bf16 weights.
-//   other formats rows are dequantized to f32 in chunks, then cublasSgemm (from kCudaDequantMinTokens).
+//   bf16          x is split into bf16 hi + lo parts (x = hi + lo to ~2^-17) and two bf16 GEMMs on the
+//                 weights as stored accumulate in f32: near-f32 accuracy at tensor-core speed.
+//   other formats rows are decoded into bf16 hi + lo parts in chunks, and y = Whi xhi + Whi xlo + Wlo xhi
+//                 (Wlo xlo is below f32 rounding); mxfp4 values are exact in bf16, so Wlo is zero and
+//                 skipped. Used from kCudaDequantMinTokens, where the decoded copy pays for itself.
 #include <algorithm>
 
 #include "backend/cuda/blas.h"
@@ -16,7 +18,7 @@ using cuda::cuda_check;
 
 namespace {
 
-constexpr size_t kDequantChunkBytes = 256ull << 20;  // f32 scratch for one chunk of dequantized rows
+constexpr size_t kDequantChunkBytes = 256ull << 20;  // bf16 hi + lo scratch for one chunk of decoded rows
 
 void blas_check(cublasStatus_t st, const char* what) {
     check(st == CUBLAS_STATUS_SUCCESS, "cuda: {} failed: {}", what, cuda::blas_api().status_text(st));
@@ -33,9 +35,19 @@ void sgemm(cublasHandle_t h, const float* w, int64_t rows, int64_t cols, const f
         "cublasSgemm");
 }
 
+// y[n, rows] = x w^T (accumulate: y +=) with bf16 w [rows, cols] and bf16 x [n, cols], f32 y (ld ldy).
+void gemm_bf16(cublasHandle_t h, const void* w, int64_t rows, int64_t cols, const uint16_t* x, int64_t n,
+               float* y, int64_t ldy, bool accumulate) {
+    const float one = 1.0f, zero = 0.0f;
+    const auto m = static_cast<int>(rows), nn = static_cast<int>(n), k = static_cast<int>(cols);
+    blas_check(cuda::blas_api().gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, m, nn, k, &one, w, CUDA_R_16BF, k, x,
+                                        CUDA_R_16BF, k, accumulate ? &one : &zero, y, CUDA_R_32F,
+                                        static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx (bf16)");
+}
+
 int64_t gemm_min_tokens(Format f) {
-    return (f == Format::f32 || f == Format::bf16 || f == Format::f16) ? kCudaBlasMinTokens
-                                                                       : kCudaDequantMinTokens;
+    return (f == Format::f32 || f == Format::bf16) ? kCudaBlasMinTokens : kCudaDequantMinTokens;
 }
 
 }  // namespace
@@ -47,28 +59,24 @@ void CudaBackend::matmul_device(const cuda::DeviceWeight& w, const float* x, int
     cublasHandle_t h = ctx_->blas;
     if (w.format == Format::f32)
         return sgemm(h, static_cast<const float*>(w.data), w.rows, w.cols, x, n, y, w.rows);
+
+    cuda::Scratch<uint16_t> xhi(ctx_, n * w.cols), xlo(ctx_, n * w.cols);
+    cuda::split_bf16(x, n * w.cols, xhi.get(), xlo.get(), s);
     if (w.format == Format::bf16) {
-        cuda::Scratch<uint16_t> hi(ctx_, n * w.cols), lo(ctx_, n * w.cols);
-        cuda::split_bf16(x, n * w.cols, hi.get(), lo.get(), s);
-        const float one = 1.0f, zero = 0.0f;
-        const auto m = static_cast<int>(w.rows), nn = static_cast<int>(n), k = static_cast<int>(w.cols);
-        blas_check(cuda::blas_api().gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, m, nn, k, &one, w.data, CUDA_R_16BF,
-                                            k, hi.get(), CUDA_R_16BF, k, &zero, y, CUDA_R_32F, m,
-                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmEx (bf16 hi)");
-        blas_check(cuda::blas_api().gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, m, nn, k, &one, w.data, CUDA_R_16BF,
-                                            k, lo.get(), CUDA_R_16BF, k, &one, y, CUDA_R_32F, m,
-                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmEx (bf16 lo)");
+        gemm_bf16(h, w.data, w.rows, w.cols, xhi.get(), n, y, w.rows, false);
+        gemm_bf16(h, w.data, w.rows, w.cols, xlo.get(), n, y, w.rows, true);
         return;
     }
+    const bool exact = w.format == Format::mxfp4;  // e2m1 times a power of two: a bf16 value
     const int64_t chunk_rows =
-        std::max<int64_t>(1, std::min<int64_t>(w.rows, kDequantChunkBytes / (sizeof(float) * w.cols)));
-    cuda::Scratch<float> deq(ctx_, chunk_rows * w.cols);
+        std::max<int64_t>(1, std::min<int64_t>(w.rows, kDequantChunkBytes / (2 * sizeof(uint16_t) * w.cols)));
+    cuda::Scratch<uint16_t> whi(ctx_, chunk_rows * w.cols), wlo(ctx_, exact ? 0 : chunk_rows * w.cols);
     for (int64_t r0 = 0; r0 < w.rows; r0 += chunk_rows) {
         const int64_t r1 = std::min(w.rows, r0 + chunk_rows);
-        cuda::dequant_f32(w, r0, r1, deq.get(), s);
-        sgemm(h, deq.get(), r1 - r0, w.cols, x, n, y + r0, w.rows);
+        cuda::dequant_bf16(w, r0, r1, whi.get(), exact ? nullptr : wlo.get(), s);
+        gemm_bf16(h, whi.get(), r1 - r0, w.cols, xhi.get(), n, y + r0, w.rows, false);
+        gemm_bf16(h, whi.get(), r1 - r0, w.cols, xlo.get(), n, y + r0, w.rows, true);
+        if (!exact) gemm_bf16(h, wlo.get(), r1 - r0, w.cols, xhi.get(), n, y + r0, w.rows, true);
     }
 }
 

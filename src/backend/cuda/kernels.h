@@ -23,11 +23,26 @@ struct DeviceWeight {
 // Throws coli::Error naming `what` and CUDA's message when err is not cudaSuccess.
 void cuda_check(cudaError_t err, const char* what);
 
-// y[t][r] = dot(x[t], row r of w) for t < n <= kCudaGemvMaxTokens.        x: [n, cols]; y: [n, rows]
+// y[t][r] = dot(x[t], row r of w) for t < n, one pass over w per kCudaGemvMaxTokens tokens.
+//                                                                           x: [n, cols]; y: [n, rows]
 void gemv(const DeviceWeight& w, const float* x, int64_t n, float* y, cudaStream_t s);
-// out[r - r0][c] = decoded w[r][c] for r in [r0, r1).                      out: [r1 - r0, cols] f32
-void dequant_f32(const DeviceWeight& w, int64_t r0, int64_t r1, float* out, cudaStream_t s);
-// x = hi + lo with hi = bf16(x), lo = bf16(x - hi): two bf16 GEMMs then give a near-f32 product.
+
+// One matrix of a batched GEMV.
+struct GemvJob {
+    DeviceWeight w;  // the matrix; every job of a batch has the same format
+    const float* x;  // [n, w.cols]
+    float* y;        // [n, w.rows]
+    int n;           // tokens, 1..kCudaGemvMaxTokens
+};
+// Whether w can be a job of gemv_batch (rows of whole 16-byte chunks).
+bool gemv_batch_fits(const DeviceWeight& w);
+// Every job's gemv, in as few launches as the kernel's parameter space allows.
+void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s);
+
+// Rows [r0, r1) of w decoded and split: w = hi + lo (lo = bf16(w - hi)); lo may be null when bf16 holds every
+// value of w exactly (bf16, mxfp4).                           hi, lo: [r1 - r0, cols] bf16
+void dequant_bf16(const DeviceWeight& w, int64_t r0, int64_t r1, uint16_t* hi, uint16_t* lo, cudaStream_t s);
+// x = hi + lo with hi = bf16(x), lo = bf16(x - hi): bf16 GEMMs on both parts give a near-f32 product.
 void split_bf16(const float* x, int64_t count, uint16_t* hi, uint16_t* lo, cudaStream_t s);
 
 // out[i] = decoded row ids[i] of table (ids on the device).                out: [n, table.cols]
@@ -69,5 +84,10 @@ void swiglu(const float* gate, const float* up, int64_t count, float* out, cudaS
 // y[rows[i]] += src[i] * gains[i].                                          src: [m, d]; y: [*, d]
 void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* gains, int64_t m, float* y,
                  cudaStream_t s);
+// y[t] += sum over j < k of src[slots[t * k + j]] * gains[t * k + j], in j order; slot -1 adds nothing.
+// Several experts' outputs for one token add up deterministically in one launch.
+//                                                                src: [*, d]; slots, gains: [n, k]; y: [n, d]
+void moe_combine(const float* src, int64_t d, const int32_t* slots, const float* gains, int64_t n, int k,
+                 float* y, cudaStream_t s);
 
 }  // namespace coli::cuda

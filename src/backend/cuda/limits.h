@@ -10,8 +10,8 @@ namespace coli {
 inline constexpr int64_t kCudaGemvMaxTokens = 8;
 // Tokens from which bf16 / f32 weights go to cuBLAS (tensor cores for bf16) instead of repeated GEMV passes.
 inline constexpr int64_t kCudaBlasMinTokens = 16;
-// Tokens from which the other formats are dequantized to f32 for cuBLAS: the dequantization writes 4 bytes
-// per weight, which pays only when many GEMV passes (each reading the packed weight) are saved.
+// Tokens from which the other formats are decoded to bf16 hi + lo parts for cuBLAS: the decoding writes 4
+// bytes per weight, which pays only when many GEMV passes (each reading the packed weight) are saved.
 inline constexpr int64_t kCudaDequantMinTokens = 128;
 // The attention kernel keeps one row of scores in shared memory: 200 KB of the H100/H200's 227 KB per
 // block, in floats. Longer caches fall back to the CPU until a tiled (flash) kernel lands.

@@ -1,15 +1,75 @@
-// moe_experts on CUDA: per expert (ascending id, as the CPU adds them) gather its tokens, gate and up
-// matmuls, SwiGLU, down matmul, and add back weighted. Expert weights come from the VRAM tier; the next
-// expert's upload is issued before the current expert's kernels are queued, so copies overlap compute.
+// moe_experts on CUDA. The experts' weights come from the VRAM tier (uploads on the upload stream).
+//   decode (every expert has at most kCudaGemvMaxTokens tokens, one d_ff): one gather of the routed rows,
+//     one batched GEMV for every expert's gate and up, one SwiGLU, one batched GEMV for the downs and one
+//     combine that adds each token's expert outputs in the CPU's order: five launches per layer, however
+//     many experts.
+//   prefill: per expert (ascending id, as the CPU adds them) gather its tokens, gate and up matmuls,
+//     SwiGLU, down matmul, add back weighted; the next expert's upload is issued before the current
+//     expert's kernels are queued, so copies overlap compute.
 #include <algorithm>
 #include <vector>
 
 #include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/limits.h"
 #include "core/error.h"
 
 namespace coli {
 
 using cuda::cuda_check;
+
+// Which rows go to which expert.
+struct ExpertPlan {
+    std::vector<int32_t> rows;       // token of each routed row, grouped by expert, in token order
+    std::vector<float> gains;        // router weight of each routed row
+    std::vector<int64_t> offset;     // expert i's rows: [offset[i], offset[i + 1])
+    std::vector<size_t> used;        // experts with rows, in span order
+    int64_t max_m = 0;               // most rows of one expert
+    int64_t max_ff = 0, min_ff = 0;  // largest and smallest d_ff
+    bool batchable = true;           // one d_ff, one format per matrix kind, rows of whole GEMV chunks
+};
+
+namespace {
+
+bool batch_fits(const Weight& w, Format f) {
+    return w.format() == f && cuda::gemv_batch_fits({w.format(), w.rows(), w.cols(), nullptr, nullptr});
+}
+
+ExpertPlan expert_plan(std::span<const ExpertWeights> experts, const Routing& r, int64_t d_model) {
+    ExpertPlan p;
+    p.offset.assign(experts.size() + 1, 0);
+    for (size_t i = 0; i < experts.size(); ++i) {
+        const ExpertWeights& e = experts[i];
+        check(e.gate.cols() == d_model && e.up.cols() == d_model && e.down.rows() == d_model &&
+                  e.down.cols() == e.gate.rows() && e.up.rows() == e.gate.rows(),
+              "moe_experts: expert {} has shapes that do not fit d_model {}", e.id, d_model);
+        for (int64_t t = 0; t < r.n_tokens; ++t)
+            for (int j = 0; j < r.k; ++j)
+                if (r.experts[t * r.k + j] == e.id) {
+                    p.rows.push_back(static_cast<int32_t>(t));
+                    p.gains.push_back(r.weights[t * r.k + j]);
+                }
+        p.offset[i + 1] = static_cast<int64_t>(p.rows.size());
+        if (p.offset[i + 1] > p.offset[i]) p.used.push_back(i);
+        p.max_m = std::max(p.max_m, p.offset[i + 1] - p.offset[i]);
+        p.max_ff = std::max(p.max_ff, e.gate.rows());
+        p.min_ff = i == 0 ? e.gate.rows() : std::min(p.min_ff, e.gate.rows());
+        const ExpertWeights& e0 = experts.front();
+        p.batchable = p.batchable && batch_fits(e.gate, e0.gate.format()) &&
+                      batch_fits(e.up, e0.gate.format()) && batch_fits(e.down, e0.down.format());
+    }
+    p.batchable = p.batchable && p.max_m <= kCudaGemvMaxTokens && p.min_ff == p.max_ff;
+    return p;
+}
+
+template <typename T>
+cuda::Scratch<T> device_copy(const std::shared_ptr<cuda::Context>& ctx, const std::vector<T>& v) {
+    cuda::Scratch<T> d(ctx, v.size());
+    cuda_check(cudaMemcpyAsync(d.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, ctx->compute),
+               "moe_experts routing upload");
+    return d;
+}
+
+}  // namespace
 
 void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                               Tensor& y) {
@@ -22,58 +82,82 @@ void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Rout
     if (!tier_)
         tier_ = std::make_unique<cuda::ExpertTier>(ctx_, budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
     tier_->call_begin();
+    const ExpertPlan plan = expert_plan(experts, r, d_model);
+    if (plan.rows.empty()) return;
+    if (plan.batchable)
+        moe_batched(plan, experts, r, x, y);
+    else
+        moe_per_expert(plan, experts, x, y);
+}
 
-    // Tokens of each expert, in token order, with their gains; all experts' lists in one upload.
-    std::vector<int32_t> rows;
-    std::vector<float> gains;
-    std::vector<int64_t> offset(experts.size() + 1, 0);
-    int64_t max_m = 0, max_ff = 0;
-    for (size_t i = 0; i < experts.size(); ++i) {
-        const ExpertWeights& e = experts[i];
-        check(e.gate.cols() == d_model && e.up.cols() == d_model && e.down.rows() == d_model &&
-                  e.down.cols() == e.gate.rows() && e.up.rows() == e.gate.rows(),
-              "moe_experts: expert {} has shapes that do not fit d_model {}", e.id, d_model);
-        for (int64_t t = 0; t < r.n_tokens; ++t)
-            for (int j = 0; j < r.k; ++j)
-                if (r.experts[t * r.k + j] == e.id) {
-                    rows.push_back(static_cast<int32_t>(t));
-                    gains.push_back(r.weights[t * r.k + j]);
-                }
-        offset[i + 1] = static_cast<int64_t>(rows.size());
-        max_m = std::max(max_m, offset[i + 1] - offset[i]);
-        max_ff = std::max(max_ff, e.gate.rows());
-    }
-    if (rows.empty()) return;
+void CudaBackend::moe_batched(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Routing& r,
+                              const Tensor& x, Tensor& y) {
     cudaStream_t s = ctx_->compute;
-    cuda::Scratch<int32_t> d_rows(ctx_, rows.size());
-    cuda::Scratch<float> d_gains(ctx_, gains.size());
-    cuda_check(
-        cudaMemcpyAsync(d_rows.get(), rows.data(), rows.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s),
-        "expert token lists");
-    cuda_check(
-        cudaMemcpyAsync(d_gains.get(), gains.data(), gains.size() * sizeof(float), cudaMemcpyHostToDevice, s),
-        "expert gains");
-    cuda::Scratch<float> xs(ctx_, max_m * d_model), gate(ctx_, max_m * max_ff), up(ctx_, max_m * max_ff),
-        out(ctx_, max_m * d_model);
+    const int64_t d_model = x.cols(), d_ff = p.max_ff, total = static_cast<int64_t>(p.rows.size());
+    std::vector<std::shared_ptr<cuda::DeviceExpert>> dev;
+    for (size_t i : p.used) dev.push_back(tier_->acquire(experts[i]));  // all uploads queued first
+    for (const auto& d : dev) cuda_check(cudaStreamWaitEvent(s, d->ready, 0), "wait for expert upload");
 
-    std::vector<size_t> used;  // experts with tokens
-    for (size_t i = 0; i < experts.size(); ++i)
-        if (offset[i + 1] > offset[i]) used.push_back(i);
-    std::shared_ptr<cuda::DeviceExpert> next = tier_->acquire(experts[used[0]]);
-    for (size_t u = 0; u < used.size(); ++u) {
-        const size_t i = used[u];
+    // Each token's routed rows in the order the experts are used, as the CPU adds them.
+    std::vector<int32_t> slots(r.n_tokens * r.k, -1);
+    std::vector<float> slot_gains(r.n_tokens * r.k, 0.0f);
+    std::vector<int> filled(r.n_tokens, 0);
+    for (size_t i : p.used)
+        for (int64_t j = p.offset[i]; j < p.offset[i + 1]; ++j) {
+            const int32_t t = p.rows[j];
+            slots[t * r.k + filled[t]] = static_cast<int32_t>(j);
+            slot_gains[t * r.k + filled[t]++] = p.gains[j];
+        }
+    const cuda::Scratch<int32_t> d_rows = device_copy(ctx_, p.rows), d_slots = device_copy(ctx_, slots);
+    const cuda::Scratch<float> d_gains = device_copy(ctx_, slot_gains);
+
+    cuda::Scratch<float> xs(ctx_, total * d_model), gate(ctx_, total * d_ff), up(ctx_, total * d_ff),
+        out(ctx_, total * d_model);
+    cuda::gather_rows(static_cast<const float*>(x.storage()), d_model, d_rows.get(), total, xs.get(), s);
+    std::vector<cuda::GemvJob> jobs;
+    for (size_t u = 0; u < p.used.size(); ++u) {
+        const int64_t o = p.offset[p.used[u]];
+        const int m = static_cast<int>(p.offset[p.used[u] + 1] - o);
+        jobs.push_back({dev[u]->gate, xs.get() + o * d_model, gate.get() + o * d_ff, m});  // [m, d_ff]
+        jobs.push_back({dev[u]->up, xs.get() + o * d_model, up.get() + o * d_ff, m});      // [m, d_ff]
+    }
+    cuda::gemv_batch(jobs.data(), static_cast<int>(jobs.size()), s);
+    cuda::swiglu(gate.get(), up.get(), total * d_ff, gate.get(), s);
+    jobs.clear();
+    for (size_t u = 0; u < p.used.size(); ++u) {
+        const int64_t o = p.offset[p.used[u]];
+        const int m = static_cast<int>(p.offset[p.used[u] + 1] - o);
+        jobs.push_back({dev[u]->down, gate.get() + o * d_ff, out.get() + o * d_model, m});  // [m, d_model]
+    }
+    cuda::gemv_batch(jobs.data(), static_cast<int>(jobs.size()), s);
+    cuda::moe_combine(out.get(), d_model, d_slots.get(), d_gains.get(), r.n_tokens, r.k,
+                      static_cast<float*>(y.storage()), s);
+}
+
+void CudaBackend::moe_per_expert(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
+                                 Tensor& y) {
+    cudaStream_t s = ctx_->compute;
+    const int64_t d_model = x.cols();
+    const cuda::Scratch<int32_t> d_rows = device_copy(ctx_, p.rows);
+    const cuda::Scratch<float> d_gains = device_copy(ctx_, p.gains);
+    cuda::Scratch<float> xs(ctx_, p.max_m * d_model), gate(ctx_, p.max_m * p.max_ff),
+        up(ctx_, p.max_m * p.max_ff), out(ctx_, p.max_m * d_model);
+
+    std::shared_ptr<cuda::DeviceExpert> next = tier_->acquire(experts[p.used[0]]);
+    for (size_t u = 0; u < p.used.size(); ++u) {
+        const size_t i = p.used[u];
         const std::shared_ptr<cuda::DeviceExpert> dev = next;  // kept alive until its kernels are queued
-        if (u + 1 < used.size())
-            next = tier_->acquire(experts[used[u + 1]]);  // upload overlaps the kernels below
-        const int64_t m = offset[i + 1] - offset[i], d_ff = dev->gate.rows;
+        if (u + 1 < p.used.size())
+            next = tier_->acquire(experts[p.used[u + 1]]);  // upload overlaps the kernels below
+        const int64_t m = p.offset[i + 1] - p.offset[i], d_ff = dev->gate.rows;
         cuda_check(cudaStreamWaitEvent(s, dev->ready, 0), "wait for expert upload");
-        cuda::gather_rows(static_cast<const float*>(x.storage()), d_model, d_rows.get() + offset[i], m,
+        cuda::gather_rows(static_cast<const float*>(x.storage()), d_model, d_rows.get() + p.offset[i], m,
                           xs.get(), s);
         matmul_device(dev->gate, xs.get(), m, gate.get());  // [m, d_ff]
         matmul_device(dev->up, xs.get(), m, up.get());      // [m, d_ff]
         cuda::swiglu(gate.get(), up.get(), m * d_ff, gate.get(), s);
         matmul_device(dev->down, gate.get(), m, out.get());  // [m, d_model]
-        cuda::scatter_add(out.get(), d_model, d_rows.get() + offset[i], d_gains.get() + offset[i], m,
+        cuda::scatter_add(out.get(), d_model, d_rows.get() + p.offset[i], d_gains.get() + p.offset[i], m,
                           static_cast<float*>(y.storage()), s);
     }
 }

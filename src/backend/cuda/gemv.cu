@@ -1,0 +1,452 @@
+// Decode GEMV for every weight format: y[t] = W x[t] for a few tokens, reading W once.
+//
+// One warp computes R rows. Each lane takes every 32nd 16-byte chunk of codes of its R rows (R loads in
+// flight, streamed past L1), decodes each 32-bit word with the format's Codec and multiplies it with the
+// matching x of up to NT tokens, loaded once for the R rows. Chunk-scaled formats (int4 group, mxfp4
+// block, fp8 block) scale each chunk's partial sums; the int8 row scale multiplies the row's sum. Rows that
+// are not whole chunks take the scalar kernel.
+//
+// gemv_batch runs the same warp code over several matrices in one launch (blockIdx.y picks the job): the
+// experts of a MoE layer in decode, where one launch per matrix would cost more than reading it.
+#include <algorithm>
+
+#include "backend/cuda/codec.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/limits.h"
+
+namespace coli::cuda {
+namespace {
+
+constexpr int kGemvBatchMax = 64;  // jobs per launch: they travel as kernel parameters, by value
+struct GemvBatch {
+    GemvJob jobs[kGemvBatchMax];  // the first `count` are used
+    int count = 0;                // jobs in this launch
+};
+
+constexpr int kGemvThreads = 256;                     // threads per GEMV block
+constexpr int kWarpsPerBlock = kGemvThreads / kWarp;  // warps per GEMV block
+constexpr int kWordsPerChunk = 4;                     // 32-bit words in a 16-byte chunk
+constexpr int kTargetWarpsPerSm = 16;                 // resident warps that keep enough loads in flight
+constexpr size_t kXStageMaxBytes = 96 << 10;          // most shared memory a block stages x in
+
+// Rows per warp: more rows share each x load and keep more weight loads in flight; fewer leave registers
+// for the per-token sums of larger token groups.
+template <int NT>
+__host__ __device__ constexpr int rows_per_warp() {
+    return NT <= 2 ? 4 : 2;
+}
+
+template <Format F>
+__host__ __device__ constexpr int chunk_elems() {
+    return kWordsPerChunk * Codec<F>::kWordElems;
+}
+
+// Where the GEMV reads x. A lane's chunk of codes covers E consecutive x values, so lanes read x at a stride
+// of E floats: for E >= 16 (8- and 4-bit formats) every lane of a global load touches its own cache line and
+// the L1 becomes the bottleneck. Those formats copy x into shared memory first (XShared), in 16-byte units
+// XOR-swizzled within each 128-byte row, so that the lanes' reads hit distinct banks.
+
+// The x values of one word: EW floats of token t from column col.
+struct XGlobal {
+    const float* __restrict__ x;  // [n, cols] in global memory
+    int64_t cols;                 // row stride of x
+    template <int EW>
+    __device__ __forceinline__ void load(int t, int64_t col, float* xv) const {
+        const float* xt = x + t * cols + col;
+        if constexpr (EW == 1) {
+            xv[0] = __ldg(xt);
+        } else if constexpr (EW == 2) {
+            const float2 a = __ldg(reinterpret_cast<const float2*>(xt));
+            xv[0] = a.x;
+            xv[1] = a.y;
+        } else {
+#pragma unroll
+            for (int i = 0; i < EW / 4; ++i) {
+                const float4 a = __ldg(reinterpret_cast<const float4*>(xt) + i);
+                xv[4 * i] = a.x;
+                xv[4 * i + 1] = a.y;
+                xv[4 * i + 2] = a.z;
+                xv[4 * i + 3] = a.w;
+            }
+        }
+    }
+};
+
+constexpr int kUnitFloats = 4;    // floats in a 16-byte unit of staged x
+constexpr int kSwizzleUnits = 8;  // units in a 128-byte row of staged x
+
+__device__ __forceinline__ int64_t unit_swizzle(int64_t u) {
+    return (u & ~static_cast<int64_t>(kSwizzleUnits - 1)) | ((u ^ (u / kSwizzleUnits)) & (kSwizzleUnits - 1));
+}
+
+struct XShared {
+    const float4* units;      // [n, cols / 4] swizzled, in shared memory
+    int64_t units_per_token;  // cols / 4
+    template <int EW>
+    __device__ __forceinline__ void load(int t, int64_t col, float* xv) const {
+        static_assert(EW % kUnitFloats == 0, "staged x is read in whole 16-byte units");
+#pragma unroll
+        for (int i = 0; i < EW / kUnitFloats; ++i) {
+            const float4 a = units[t * units_per_token + unit_swizzle(col / kUnitFloats + i)];
+            xv[4 * i] = a.x;
+            xv[4 * i + 1] = a.y;
+            xv[4 * i + 2] = a.z;
+            xv[4 * i + 3] = a.w;
+        }
+    }
+};
+
+// Copies x [n, cols] into the block's shared memory as XShared reads it. Every thread of the block calls it.
+__device__ __forceinline__ XShared x_stage(const float* __restrict__ x, int n, int64_t cols, float4* units) {
+    const int64_t per_token = cols / kUnitFloats, total = per_token * n;
+    for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+        const int64_t t = i / per_token, u = i % per_token;
+        units[t * per_token + unit_swizzle(u)] = __ldg(reinterpret_cast<const float4*>(x + t * cols) + u);
+    }
+    __syncthreads();
+    return {units, per_token};
+}
+
+// Formats whose GEMV reads x from shared memory.
+template <Format F>
+__host__ __device__ constexpr bool x_staged() {
+    return Codec<F>::kWordElems >= kUnitFloats;
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
+    return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
+}
+
+// One chunk of R rows (codes q, chunk scales s) times the matching x of n <= NT tokens, into acc.
+template <Format F, int NT, int R, typename XS>
+__device__ __forceinline__ void chunk_accumulate(const uint4 (&q)[R], const float (&s)[R], const XS& xs,
+                                                 int n, int64_t c, const Consts& k, float (&acc)[R][NT]) {
+    using C = Codec<F>;
+    constexpr int EW = C::kWordElems, E = chunk_elems<F>();
+    float part[R][NT];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) part[r][t] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWordsPerChunk; ++i) {
+        float v[R][EW];
+#pragma unroll
+        for (int r = 0; r < R; ++r) C::word_decode(word_of(q[r], i), k, v[r]);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if (t >= n) break;
+            float xv[EW];
+            xs.template load<EW>(t, c * E + i * EW, xv);
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int e = 0; e < EW; ++e) part[r][t] = fmaf(v[r][e], xv[e], part[r][t]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if constexpr (C::kChunkScale)
+                acc[r][t] = fmaf(part[r][t] * C::kPreScale, s[r], acc[r][t]);
+            else
+                acc[r][t] += part[r][t];
+        }
+}
+
+// The chunks part, part + parts, ... (of 32 each, one per lane) of rows [r0, r0 + R) (those below w.rows; r0
+// is one) for n <= NT tokens, by one warp: acc gets each lane's partial sums. The next chunk's loads are
+// issued before the current chunk is computed, so memory latency overlaps arithmetic.
+template <Format F, int NT, int R, typename XS>
+__device__ __forceinline__ void rows_partial(const DeviceWeight& w, const XS& xs, int n, int64_t r0, int lane,
+                                             int part, int parts, float (&acc)[R][NT]) {
+    using C = Codec<F>;
+    const int64_t chunks = w.cols / chunk_elems<F>();
+    const int64_t row_bytes = chunks * static_cast<int64_t>(sizeof(uint4));
+    const uint4* rows[R];
+    const void* scale_rows[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int64_t row = r0 + r < w.rows ? r0 + r : r0;  // past the end: read a valid row, drop its sums
+        rows[r] = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(w.data) + row * row_bytes);
+        scale_rows[r] = C::kChunkScale ? scale_row<F>(w, row) : nullptr;
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+    const Consts k = consts_make();
+
+    const int64_t step = static_cast<int64_t>(kWarp) * parts;
+    int64_t c = static_cast<int64_t>(part) * kWarp + lane;
+    uint4 q[R];
+    float s[R];
+    auto load = [&](int64_t cc, uint4(&qq)[R], float(&ss)[R]) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            qq[r] = __ldcs(rows[r] + cc);
+            ss[r] = C::kChunkScale ? chunk_scale<F>(scale_rows[r], cc) : 1.0f;
+        }
+    };
+    if (c < chunks) load(c, q, s);
+    for (; c < chunks; c += step) {
+        uint4 qn[R];
+        float sn[R];
+        if (c + step < chunks) load(c + step, qn, sn);
+        chunk_accumulate<F, NT, R>(q, s, xs, n, c, k, acc);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            q[r] = qn[r];
+            s[r] = sn[r];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+// Adds the `parts` warps' sums of each row group of the block (in part order) and writes y. Every thread of
+// the block calls it (it synchronizes); `active` is false for warps past the last row.
+template <Format F, int NT, int R>
+__device__ __forceinline__ void rows_finish(const DeviceWeight& w, int n, float* __restrict__ y, int64_t r0,
+                                            bool active, int part, int parts, const float (&acc)[R][NT]) {
+    __shared__ float sums[kWarpsPerBlock][R][NT];
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    if (parts > 1) {
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int t = 0; t < NT; ++t) sums[warp][r][t] = acc[r][t];
+        __syncthreads();
+    }
+    if (!active || part != 0 || lane != 0) return;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int64_t row = r0 + r;
+        if (row >= w.rows) break;
+        const float row_scale = F == Format::int8_row ? scale_at(w.scales, row) : 1.0f;
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if (t >= n) break;
+            float sum = acc[r][t];
+            for (int p = 1; p < parts; ++p) sum += sums[warp + p][r][t];
+            y[t * w.rows + row] = F == Format::int8_row ? sum * row_scale : sum;
+        }
+    }
+}
+
+// Block b, warp `warp`: rows from r0 (row group warp / parts), chunk part warp % parts. `staged`: x goes
+// through shared memory (x_staged formats, when the launch gave it n * cols floats).
+template <Format F, int NT>
+__device__ __forceinline__ void block_gemv(const DeviceWeight& w, const float* __restrict__ x, int n,
+                                           float* __restrict__ y, int parts, bool staged) {
+    constexpr int R = rows_per_warp<NT>();
+    extern __shared__ float4 x_units[];
+    const int warp = threadIdx.x / kWarp, part = warp % parts, lane = threadIdx.x % kWarp;
+    const int64_t groups_per_block = kWarpsPerBlock / parts;
+    const int64_t r0 = (static_cast<int64_t>(blockIdx.x) * groups_per_block + warp / parts) * R;
+    const bool active = r0 < w.rows;
+    float acc[R][NT];
+    if constexpr (x_staged<F>()) {
+        if (staged) {
+            const XShared xs = x_stage(x, n, w.cols, x_units);
+            if (active) rows_partial<F, NT, R>(w, xs, n, r0, lane, part, parts, acc);
+            return rows_finish<F, NT, R>(w, n, y, r0, active, part, parts, acc);
+        }
+    }
+    if (active) rows_partial<F, NT, R>(w, XGlobal{x, w.cols}, n, r0, lane, part, parts, acc);
+    rows_finish<F, NT, R>(w, n, y, r0, active, part, parts, acc);
+}
+
+template <Format F, int NT>
+__global__ void __launch_bounds__(kGemvThreads)
+    gemv_chunked(DeviceWeight w, const float* __restrict__ x, int n, float* __restrict__ y, int parts,
+                 bool staged) {
+    block_gemv<F, NT>(w, x, n, y, parts, staged);
+}
+
+template <Format F, int NT>
+__global__ void __launch_bounds__(kGemvThreads) gemv_batch_chunked(GemvBatch batch, int parts, bool staged) {
+    const GemvJob& job = batch.jobs[blockIdx.y];
+    block_gemv<F, NT>(job.w, job.x, job.n, job.y, parts, staged);
+}
+
+// Any shape: one warp per row, one element per lane at a time.
+template <int NT>
+__global__ void __launch_bounds__(kGemvThreads)
+    gemv_scalar(DeviceWeight w, const float* __restrict__ x, int n, float* __restrict__ y) {
+    const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+    const int lane = threadIdx.x % kWarp;
+    if (r >= w.rows) return;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+    for (int64_t c = lane; c < w.cols; c += kWarp) {
+        const float v = decode_at(w, r, c);
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+            if (t < n) acc[t] = fmaf(v, x[t * w.cols + c], acc[t]);
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        const float s = warp_sum(acc[t]);
+        if (lane == 0 && t < n) y[t * w.rows + r] = s;
+    }
+}
+
+// Calls f with the format as a compile-time constant.
+template <typename Fn>
+void format_dispatch(Format f, Fn&& fn) {
+    switch (f) {
+        case Format::f32:
+            return fn(std::integral_constant<Format, Format::f32>{});
+        case Format::bf16:
+            return fn(std::integral_constant<Format, Format::bf16>{});
+        case Format::f16:
+            return fn(std::integral_constant<Format, Format::f16>{});
+        case Format::int8_row:
+            return fn(std::integral_constant<Format, Format::int8_row>{});
+        case Format::int4_g64:
+            return fn(std::integral_constant<Format, Format::int4_g64>{});
+        case Format::mxfp4:
+            return fn(std::integral_constant<Format, Format::mxfp4>{});
+        case Format::fp8_e4m3_block:
+            return fn(std::integral_constant<Format, Format::fp8_e4m3_block>{});
+    }
+}
+
+// Calls f with the smallest token-group size NT >= n as a compile-time constant.
+template <typename Fn>
+void tokens_dispatch(int n, Fn&& fn) {
+    if (n == 1) return fn(std::integral_constant<int, 1>{});
+    if (n == 2) return fn(std::integral_constant<int, 2>{});
+    if (n <= 4) return fn(std::integral_constant<int, 4>{});
+    return fn(std::integral_constant<int, static_cast<int>(kCudaGemvMaxTokens)>{});
+}
+
+unsigned blocks_for(int64_t rows, int rows_per_warp) {
+    const int64_t per_block = static_cast<int64_t>(kWarpsPerBlock) * rows_per_warp;
+    return static_cast<unsigned>((rows + per_block - 1) / per_block);
+}
+
+// Grid of a chunked GEMV over `jobs` matrices of up to `rows` rows of `chunks` chunks.
+struct GemvGrid {
+    unsigned blocks;  // blocks per matrix
+    int parts;        // warps that split each row group's chunks
+    size_t x_bytes;   // shared memory for staged x; 0: x read from global memory
+};
+
+int device_attribute(cudaDeviceAttr a) {
+    int device = 0, value = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&value, a, device);
+    return value;
+}
+
+// Splits rows across warps until the device holds kTargetWarpsPerSm warps per SM (while every lane keeps a
+// chunk): short, wide matrices otherwise leave most SMs idle. Stages x (n tokens of `cols`) when the format
+// wants it and it fits in shared memory.
+template <Format F, int NT>
+GemvGrid grid_plan(int64_t rows, int64_t cols, int n, int64_t jobs) {
+    static const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
+    static const size_t smem_max = std::min<size_t>(
+        kXStageMaxBytes, static_cast<size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)));
+    constexpr int R = rows_per_warp<NT>();
+    const int64_t groups = (rows + R - 1) / R, chunks = cols / chunk_elems<F>();
+    int parts = 1;
+    while (parts < kWarpsPerBlock && groups * jobs * parts < static_cast<int64_t>(kTargetWarpsPerSm) * sms &&
+           chunks >= 2LL * kWarp * parts)
+        parts *= 2;
+    const int64_t groups_per_block = kWarpsPerBlock / parts;
+    const size_t x_bytes = static_cast<size_t>(n) * cols * sizeof(float);
+    return {static_cast<unsigned>((groups + groups_per_block - 1) / groups_per_block), parts,
+            x_staged<F>() && x_bytes <= smem_max ? x_bytes : 0};
+}
+
+// Lets kernel use up to kXStageMaxBytes of dynamic shared memory (once per kernel).
+template <typename K>
+void smem_allow(K kernel) {
+    static const bool done = [&] {
+        cuda_check(cudaFuncSetAttribute(
+                       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       static_cast<int>(std::min<size_t>(
+                           kXStageMaxBytes, device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)))),
+                   "gemv shared memory");
+        return true;
+    }();
+    (void)done;
+}
+
+void gemv_group(const DeviceWeight& w, const float* x, int n, float* y, cudaStream_t s) {
+    format_dispatch(w.format, [&](auto format) {
+        constexpr Format F = decltype(format)::value;
+        tokens_dispatch(n, [&](auto tokens) {
+            constexpr int NT = decltype(tokens)::value;
+            if (w.cols % chunk_elems<F>() == 0) {
+                const GemvGrid g = grid_plan<F, NT>(w.rows, w.cols, n, 1);
+                smem_allow(gemv_chunked<F, NT>);
+                gemv_chunked<F, NT>
+                    <<<g.blocks, kGemvThreads, g.x_bytes, s>>>(w, x, n, y, g.parts, g.x_bytes > 0);
+            } else {
+                gemv_scalar<NT><<<blocks_for(w.rows, 1), kGemvThreads, 0, s>>>(w, x, n, y);
+            }
+        });
+    });
+}
+
+}  // namespace
+
+void gemv(const DeviceWeight& w, const float* x, int64_t n, float* y, cudaStream_t s) {
+    if (w.rows == 0) return;
+    for (int64_t t0 = 0; t0 < n; t0 += kCudaGemvMaxTokens) {  // one pass over the weights per group of tokens
+        const int nt = static_cast<int>(n - t0 < kCudaGemvMaxTokens ? n - t0 : kCudaGemvMaxTokens);
+        gemv_group(w, x + t0 * w.cols, nt, y + t0 * w.rows, s);
+        cuda_check(cudaGetLastError(), "gemv launch");
+    }
+}
+
+bool gemv_batch_fits(const DeviceWeight& w) {
+    bool fits = false;
+    format_dispatch(w.format,
+                    [&](auto format) { fits = w.cols % chunk_elems<decltype(format)::value>() == 0; });
+    return fits;
+}
+
+void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s) {
+    for (int first = 0; first < count; first += kGemvBatchMax) {
+        GemvBatch batch;
+        batch.count = count - first < kGemvBatchMax ? count - first : kGemvBatchMax;
+        int64_t max_rows = 0, max_cols = 0;
+        int max_n = 1;
+        for (int i = 0; i < batch.count; ++i) {
+            const GemvJob& j = jobs[first + i];
+            if (j.w.format != jobs[0].w.format || j.n < 1 || j.n > kCudaGemvMaxTokens ||
+                !gemv_batch_fits(j.w))
+                cuda_check(
+                    cudaErrorInvalidValue,
+                    "gemv_batch: jobs must share a format, take 1 to kCudaGemvMaxTokens tokens and whole "
+                    "chunks");
+            batch.jobs[i] = j;
+            max_rows = j.w.rows > max_rows ? j.w.rows : max_rows;
+            max_cols = j.w.cols > max_cols ? j.w.cols : max_cols;
+            max_n = j.n > max_n ? j.n : max_n;
+        }
+        format_dispatch(jobs[0].w.format, [&](auto format) {
+            constexpr Format F = decltype(format)::value;
+            tokens_dispatch(max_n, [&](auto tokens) {
+                constexpr int NT = decltype(tokens)::value;
+                const GemvGrid g = grid_plan<F, NT>(max_rows, max_cols, max_n, batch.count);
+                const dim3 grid(g.blocks, static_cast<unsigned>(batch.count));
+                smem_allow(gemv_batch_chunked<F, NT>);
+                gemv_batch_chunked<F, NT>
+                    <<<grid, kGemvThreads, g.x_bytes, s>>>(batch, g.parts, g.x_bytes > 0);
+            });
+        });
+        cuda_check(cudaGetLastError(), "gemv_batch launch");
+    }
+}
+
+}  // namespace coli::cuda
