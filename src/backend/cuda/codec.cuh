@@ -11,7 +11,7 @@
 // Every decoded value equals the CPU's (formats/decode.cpp) before the chunk's scale is applied.
 //
 // A LOP3 instruction takes one immediate operand, so `(u & mask) | magic` costs two unless one constant sits
-// in a register: the kernels build a Consts once with opaque() and pass it to word_decode.
+// in a register. ptxas folds every constant it can see, so the kernels take Consts as a parameter.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -27,12 +27,6 @@ inline constexpr uint32_t kMagic = 0x4b000000u;  // f32 bits of 2^23: integers b
 inline constexpr float kTwo23 = 8388608.0f;      // 2^23
 inline constexpr int kInt8Zero = 128;            // int8 code with its sign bit flipped: b + 128
 
-// v, hidden from constant folding so that it stays in a register.
-__device__ __forceinline__ uint32_t opaque(uint32_t v) {
-    asm volatile("" : "+r"(v));
-    return v;
-}
-
 // Constants of word_decode held in registers (see above).
 struct Consts {
     uint32_t magic;     // kMagic
@@ -43,9 +37,7 @@ struct Consts {
 inline constexpr uint32_t kE2m1MagBits = 0x0e000e00u;   // f16 bits 9..11 of both halves
 inline constexpr uint32_t kE2m1SignBits = 0x80008000u;  // f16 sign bits of both halves
 
-__device__ __forceinline__ Consts consts_make() {
-    return {opaque(kMagic), opaque(kMagic | 0x80u), opaque(kMagic | 0x8000u), opaque(kE2m1MagBits)};
-}
+inline constexpr Consts kConsts = {kMagic, kMagic | 0x80u, kMagic | 0x8000u, kE2m1MagBits};
 
 // One format's decoding. kWordElems: elements per 32-bit word; kChunkScale: whether a scale covers each
 // 16-byte chunk of codes (applied to the chunk's partial sums); kPreScale: multiplies a chunk's partial

@@ -27,7 +27,6 @@ constexpr int kGemvThreads = 256;                     // threads per GEMV block
 constexpr int kWarpsPerBlock = kGemvThreads / kWarp;  // warps per GEMV block
 constexpr int kWordsPerChunk = 4;                     // 32-bit words in a 16-byte chunk
 constexpr int kTargetWarpsPerSm = 16;                 // resident warps that keep enough loads in flight
-constexpr size_t kXStageMaxBytes = 96 << 10;          // most shared memory a block stages x in
 
 // Rows per warp: more rows share each x load and keep more weight loads in flight; fewer leave registers
 // for the per-token sums of larger token groups.
@@ -41,12 +40,7 @@ __host__ __device__ constexpr int chunk_elems() {
     return kWordsPerChunk * Codec<F>::kWordElems;
 }
 
-// Where the GEMV reads x. A lane's chunk of codes covers E consecutive x values, so lanes read x at a stride
-// of E floats: for E >= 16 (8- and 4-bit formats) every lane of a global load touches its own cache line and
-// the L1 becomes the bottleneck. Those formats copy x into shared memory first (XShared), in 16-byte units
-// XOR-swizzled within each 128-byte row, so that the lanes' reads hit distinct banks.
-
-// The x values of one word: EW floats of token t from column col.
+// x of up to NT tokens; load() gives the EW values of one word: token t from column col.
 struct XGlobal {
     const float* __restrict__ x;  // [n, cols] in global memory
     int64_t cols;                 // row stride of x
@@ -72,54 +66,13 @@ struct XGlobal {
     }
 };
 
-constexpr int kUnitFloats = 4;    // floats in a 16-byte unit of staged x
-constexpr int kSwizzleUnits = 8;  // units in a 128-byte row of staged x
-
-__device__ __forceinline__ int64_t unit_swizzle(int64_t u) {
-    return (u & ~static_cast<int64_t>(kSwizzleUnits - 1)) | ((u ^ (u / kSwizzleUnits)) & (kSwizzleUnits - 1));
-}
-
-struct XShared {
-    const float4* units;      // [n, cols / 4] swizzled, in shared memory
-    int64_t units_per_token;  // cols / 4
-    template <int EW>
-    __device__ __forceinline__ void load(int t, int64_t col, float* xv) const {
-        static_assert(EW % kUnitFloats == 0, "staged x is read in whole 16-byte units");
-#pragma unroll
-        for (int i = 0; i < EW / kUnitFloats; ++i) {
-            const float4 a = units[t * units_per_token + unit_swizzle(col / kUnitFloats + i)];
-            xv[4 * i] = a.x;
-            xv[4 * i + 1] = a.y;
-            xv[4 * i + 2] = a.z;
-            xv[4 * i + 3] = a.w;
-        }
-    }
-};
-
-// Copies x [n, cols] into the block's shared memory as XShared reads it. Every thread of the block calls it.
-__device__ __forceinline__ XShared x_stage(const float* __restrict__ x, int n, int64_t cols, float4* units) {
-    const int64_t per_token = cols / kUnitFloats, total = per_token * n;
-    for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
-        const int64_t t = i / per_token, u = i % per_token;
-        units[t * per_token + unit_swizzle(u)] = __ldg(reinterpret_cast<const float4*>(x + t * cols) + u);
-    }
-    __syncthreads();
-    return {units, per_token};
-}
-
-// Formats whose GEMV reads x from shared memory.
-template <Format F>
-__host__ __device__ constexpr bool x_staged() {
-    return Codec<F>::kWordElems >= kUnitFloats;
-}
-
 __device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
     return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
 
 // One chunk of R rows (codes q, chunk scales s) times the matching x of n <= NT tokens, into acc.
-template <Format F, int NT, int R, typename XS>
-__device__ __forceinline__ void chunk_accumulate(const uint4 (&q)[R], const float (&s)[R], const XS& xs,
+template <Format F, int NT, int R>
+__device__ __forceinline__ void chunk_accumulate(const uint4 (&q)[R], const float (&s)[R], const XGlobal& xs,
                                                  int n, int64_t c, const Consts& k, float (&acc)[R][NT]) {
     using C = Codec<F>;
     constexpr int EW = C::kWordElems, E = chunk_elems<F>();
@@ -158,9 +111,10 @@ __device__ __forceinline__ void chunk_accumulate(const uint4 (&q)[R], const floa
 // The chunks part, part + parts, ... (of 32 each, one per lane) of rows [r0, r0 + R) (those below w.rows; r0
 // is one) for n <= NT tokens, by one warp: acc gets each lane's partial sums. The next chunk's loads are
 // issued before the current chunk is computed, so memory latency overlaps arithmetic.
-template <Format F, int NT, int R, typename XS>
-__device__ __forceinline__ void rows_partial(const DeviceWeight& w, const XS& xs, int n, int64_t r0, int lane,
-                                             int part, int parts, float (&acc)[R][NT]) {
+template <Format F, int NT, int R>
+__device__ __forceinline__ void rows_partial(const DeviceWeight& w, const XGlobal& xs, int n, int64_t r0,
+                                             int lane, int part, int parts, const Consts& k,
+                                             float (&acc)[R][NT]) {
     using C = Codec<F>;
     const int64_t chunks = w.cols / chunk_elems<F>();
     const int64_t row_bytes = chunks * static_cast<int64_t>(sizeof(uint4));
@@ -176,7 +130,6 @@ __device__ __forceinline__ void rows_partial(const DeviceWeight& w, const XS& xs
     for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
-    const Consts k = consts_make();
 
     const int64_t step = static_cast<int64_t>(kWarp) * parts;
     int64_t c = static_cast<int64_t>(part) * kWarp + lane;
@@ -238,40 +191,32 @@ __device__ __forceinline__ void rows_finish(const DeviceWeight& w, int n, float*
     }
 }
 
-// Block b, warp `warp`: rows from r0 (row group warp / parts), chunk part warp % parts. `staged`: x goes
-// through shared memory (x_staged formats, when the launch gave it n * cols floats).
+// Block b, warp `warp`: rows from r0 (row group warp / parts), chunk part warp % parts.
 template <Format F, int NT>
 __device__ __forceinline__ void block_gemv(const DeviceWeight& w, const float* __restrict__ x, int n,
-                                           float* __restrict__ y, int parts, bool staged) {
+                                           float* __restrict__ y, int parts, const Consts& k) {
     constexpr int R = rows_per_warp<NT>();
-    extern __shared__ float4 x_units[];
-    const int warp = threadIdx.x / kWarp, part = warp % parts, lane = threadIdx.x % kWarp;
+    const int warp = threadIdx.x / kWarp, part = warp % parts;
     const int64_t groups_per_block = kWarpsPerBlock / parts;
     const int64_t r0 = (static_cast<int64_t>(blockIdx.x) * groups_per_block + warp / parts) * R;
     const bool active = r0 < w.rows;
     float acc[R][NT];
-    if constexpr (x_staged<F>()) {
-        if (staged) {
-            const XShared xs = x_stage(x, n, w.cols, x_units);
-            if (active) rows_partial<F, NT, R>(w, xs, n, r0, lane, part, parts, acc);
-            return rows_finish<F, NT, R>(w, n, y, r0, active, part, parts, acc);
-        }
-    }
-    if (active) rows_partial<F, NT, R>(w, XGlobal{x, w.cols}, n, r0, lane, part, parts, acc);
+    if (active)
+        rows_partial<F, NT, R>(w, XGlobal{x, w.cols}, n, r0, threadIdx.x % kWarp, part, parts, k, acc);
     rows_finish<F, NT, R>(w, n, y, r0, active, part, parts, acc);
 }
 
 template <Format F, int NT>
 __global__ void __launch_bounds__(kGemvThreads)
     gemv_chunked(DeviceWeight w, const float* __restrict__ x, int n, float* __restrict__ y, int parts,
-                 bool staged) {
-    block_gemv<F, NT>(w, x, n, y, parts, staged);
+                 Consts k) {
+    block_gemv<F, NT>(w, x, n, y, parts, k);
 }
 
 template <Format F, int NT>
-__global__ void __launch_bounds__(kGemvThreads) gemv_batch_chunked(GemvBatch batch, int parts, bool staged) {
+__global__ void __launch_bounds__(kGemvThreads) gemv_batch_chunked(GemvBatch batch, int parts, Consts k) {
     const GemvJob& job = batch.jobs[blockIdx.y];
-    block_gemv<F, NT>(job.w, job.x, job.n, job.y, parts, staged);
+    block_gemv<F, NT>(job.w, job.x, job.n, job.y, parts, k);
 }
 
 // Any shape: one warp per row, one element per lane at a time.
@@ -336,24 +281,18 @@ unsigned blocks_for(int64_t rows, int rows_per_warp) {
 struct GemvGrid {
     unsigned blocks;  // blocks per matrix
     int parts;        // warps that split each row group's chunks
-    size_t x_bytes;   // shared memory for staged x; 0: x read from global memory
 };
 
-int device_attribute(cudaDeviceAttr a) {
-    int device = 0, value = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&value, a, device);
-    return value;
-}
-
 // Splits rows across warps until the device holds kTargetWarpsPerSm warps per SM (while every lane keeps a
-// chunk): short, wide matrices otherwise leave most SMs idle. Stages x (n tokens of `cols`) when the format
-// wants it and it fits in shared memory.
+// chunk): short, wide matrices otherwise leave most SMs idle.
 template <Format F, int NT>
-GemvGrid grid_plan(int64_t rows, int64_t cols, int n, int64_t jobs) {
-    static const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
-    static const size_t smem_max = std::min<size_t>(
-        kXStageMaxBytes, static_cast<size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)));
+GemvGrid grid_plan(int64_t rows, int64_t cols, int64_t jobs) {
+    static const int sms = [] {
+        int device = 0, count = 1;
+        cudaGetDevice(&device);
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+        return count;
+    }();
     constexpr int R = rows_per_warp<NT>();
     const int64_t groups = (rows + R - 1) / R, chunks = cols / chunk_elems<F>();
     int parts = 1;
@@ -361,40 +300,40 @@ GemvGrid grid_plan(int64_t rows, int64_t cols, int n, int64_t jobs) {
            chunks >= 2LL * kWarp * parts)
         parts *= 2;
     const int64_t groups_per_block = kWarpsPerBlock / parts;
-    const size_t x_bytes = static_cast<size_t>(n) * cols * sizeof(float);
-    return {static_cast<unsigned>((groups + groups_per_block - 1) / groups_per_block), parts,
-            x_staged<F>() && x_bytes <= smem_max ? x_bytes : 0};
+    return {static_cast<unsigned>((groups + groups_per_block - 1) / groups_per_block), parts};
 }
 
-// Lets kernel use up to kXStageMaxBytes of dynamic shared memory (once per kernel).
-template <typename K>
-void smem_allow(K kernel) {
-    static const bool done = [&] {
-        cuda_check(cudaFuncSetAttribute(
-                       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       static_cast<int>(std::min<size_t>(
-                           kXStageMaxBytes, device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)))),
-                   "gemv shared memory");
-        return true;
-    }();
-    (void)done;
+bool chunks_fit(const DeviceWeight& w) {
+    bool fits = false;
+    format_dispatch(w.format,
+                    [&](auto format) { fits = w.cols % chunk_elems<decltype(format)::value>() == 0; });
+    return fits;
 }
 
+// One group of n <= kCudaGemvMaxTokens tokens: the chunked kernel where rows are whole chunks, else the
+// scalar one.
 void gemv_group(const DeviceWeight& w, const float* x, int n, float* y, cudaStream_t s) {
     format_dispatch(w.format, [&](auto format) {
         constexpr Format F = decltype(format)::value;
         tokens_dispatch(n, [&](auto tokens) {
             constexpr int NT = decltype(tokens)::value;
             if (w.cols % chunk_elems<F>() == 0) {
-                const GemvGrid g = grid_plan<F, NT>(w.rows, w.cols, n, 1);
-                smem_allow(gemv_chunked<F, NT>);
-                gemv_chunked<F, NT>
-                    <<<g.blocks, kGemvThreads, g.x_bytes, s>>>(w, x, n, y, g.parts, g.x_bytes > 0);
+                const GemvGrid g = grid_plan<F, NT>(w.rows, w.cols, 1);
+                gemv_chunked<F, NT><<<g.blocks, kGemvThreads, 0, s>>>(w, x, n, y, g.parts, kConsts);
             } else {
                 gemv_scalar<NT><<<blocks_for(w.rows, 1), kGemvThreads, 0, s>>>(w, x, n, y);
             }
         });
     });
+}
+
+void jobs_check(const GemvJob* jobs, int count) {
+    for (int i = 0; i < count; ++i)
+        if (jobs[i].w.format != jobs[0].w.format || jobs[i].n < 1 || jobs[i].n > kCudaGemvMaxTokens ||
+            !chunks_fit(jobs[i].w))
+            cuda_check(cudaErrorInvalidValue,
+                       "gemv_batch: jobs must share a format, take 1 to kCudaGemvMaxTokens tokens and have "
+                       "rows of whole chunks");
 }
 
 }  // namespace
@@ -409,13 +348,12 @@ void gemv(const DeviceWeight& w, const float* x, int64_t n, float* y, cudaStream
 }
 
 bool gemv_batch_fits(const DeviceWeight& w) {
-    bool fits = false;
-    format_dispatch(w.format,
-                    [&](auto format) { fits = w.cols % chunk_elems<decltype(format)::value>() == 0; });
-    return fits;
+    return chunks_fit(w);
 }
 
 void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s) {
+    if (count == 0) return;
+    jobs_check(jobs, count);
     for (int first = 0; first < count; first += kGemvBatchMax) {
         GemvBatch batch;
         batch.count = count - first < kGemvBatchMax ? count - first : kGemvBatchMax;
@@ -423,12 +361,6 @@ void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s) {
         int max_n = 1;
         for (int i = 0; i < batch.count; ++i) {
             const GemvJob& j = jobs[first + i];
-            if (j.w.format != jobs[0].w.format || j.n < 1 || j.n > kCudaGemvMaxTokens ||
-                !gemv_batch_fits(j.w))
-                cuda_check(
-                    cudaErrorInvalidValue,
-                    "gemv_batch: jobs must share a format, take 1 to kCudaGemvMaxTokens tokens and whole "
-                    "chunks");
             batch.jobs[i] = j;
             max_rows = j.w.rows > max_rows ? j.w.rows : max_rows;
             max_cols = j.w.cols > max_cols ? j.w.cols : max_cols;
@@ -438,11 +370,9 @@ void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s) {
             constexpr Format F = decltype(format)::value;
             tokens_dispatch(max_n, [&](auto tokens) {
                 constexpr int NT = decltype(tokens)::value;
-                const GemvGrid g = grid_plan<F, NT>(max_rows, max_cols, max_n, batch.count);
+                const GemvGrid g = grid_plan<F, NT>(max_rows, max_cols, batch.count);
                 const dim3 grid(g.blocks, static_cast<unsigned>(batch.count));
-                smem_allow(gemv_batch_chunked<F, NT>);
-                gemv_batch_chunked<F, NT>
-                    <<<grid, kGemvThreads, g.x_bytes, s>>>(batch, g.parts, g.x_bytes > 0);
+                gemv_batch_chunked<F, NT><<<grid, kGemvThreads, 0, s>>>(batch, g.parts, kConsts);
             });
         });
         cuda_check(cudaGetLastError(), "gemv_batch launch");
