@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/tensor.h"
 
@@ -23,6 +24,9 @@ enum class OpKind : uint8_t {
     attention,
     route_softmax_topk,
     moe_experts,
+    slice_cols,
+    mla_attention,
+    route_sigmoid_topk,
     count_  // number of ops
 };
 std::string_view op_name(OpKind op);
@@ -43,6 +47,19 @@ void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what);
 // The shapes of an attention call (see Backend::attention), and that the new rows fit in the cache.
 void attention_args_check(const Tensor& q, const Tensor& k, const Tensor& v, const KvCache& cache,
                           const AttentionShape& s, int64_t pos0, const Tensor& out);
+// The same for mla_attention.
+void mla_args_check(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
+                    const KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor& out);
+// Checks the rope parameters against x's width.
+void rope_args_check(const Tensor& x, const RopeParams& p);
+// The inverse frequencies every backend rotates with, in f32 as transformers computes them:
+// theta^(-2i/rotary_dim), or YaRN's blend of interpolated and extrapolated frequencies.   [rotary_dim / 2]
+std::vector<float> rope_inv_freq(const RopeParams& p);
+// Sigmoid routing (spec 2.4) of n tokens from their logits [n, n_experts] on the host and the selection
+// bias (a [1, n_experts] weight): k expert ids and weights per token. Shared by every backend (the routing
+// result lives on the host).
+Routing route_sigmoid_host(int64_t n, int64_t n_experts, std::span<const float> logits, const Weight& bias,
+                           const SigmoidRouting& p);
 
 class Backend {
 public:
@@ -83,6 +100,19 @@ public:
     // weight * down(silu(gate x[t]) * up x[t]).     x, y: [n, d_model]; experts sorted by id
     virtual void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                              Tensor& y) = 0;
+    // out = columns [c0, c0 + out.cols) of x.                               x: [n, *]; out: [n, width]
+    virtual void slice_cols(const Tensor& x, int64_t c0, Tensor& out) = 0;
+    // Multi-head latent attention, absorbed form (spec 2.2). Writes latent and k_pe into rows [pos0, pos0 +
+    // n) of the cache (k: latents, v: rope keys), then for query i and head h, over cache rows s <= pos0 + i:
+    //   score(s) = scale (q_nope_h W_UK[h] . latent(s) + q_pe_h . k_pe(s)),  o_h = W_UV[h] sum_s p(s)
+    //   latent(s)
+    // with W_UK[h], W_UV[h] the rows [h (dn + dv), + dn) and [h (dn + dv) + dn, + dv) of w_kvb.
+    //   q: [n, H (dn + dr)] (nope then rope dims per head, rope applied); latent: [n, kv_lora] (normed);
+    //   k_pe: [n, dr] (rope applied); w_kvb: [H (dn + dv), kv_lora]; out: [n, H dv]
+    virtual void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
+                               KvCache& cache, const MlaShape& s, int64_t pos0, Tensor& out) = 0;
+    // route_sigmoid_host of logits [n, n_experts], with bias [1, n_experts]. Result on the host.
+    virtual Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) = 0;
 };
 
 }  // namespace coli

@@ -224,4 +224,44 @@ void Ops::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, 
     write_back(y, hy);
 }
 
+Tensor Ops::slice_cols(const Tensor& x, int64_t c0, int64_t width) {
+    check(c0 >= 0 && width > 0 && c0 + width <= x.cols(), "slice_cols: columns [{}, {}) of {}", c0,
+          c0 + width, x.cols());
+    Tensor out;
+    if (ran_native({OpKind::slice_cols, Format::f32, x.rows(), x.cols(), x.rows()}, [&] {
+            out = primary_.tensor_new(x.rows(), width);
+            primary_.slice_cols(x, c0, out);
+        }))
+        return out;
+    out = cpu_.tensor_new(x.rows(), width);
+    cpu_.slice_cols(to(cpu_, x), c0, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
+                          KvCache& cache, const MlaShape& s, int64_t pos0) {
+    const int64_t width = static_cast<int64_t>(s.n_heads) * s.v_dim;
+    Tensor out;
+    if (ran_native({OpKind::mla_attention, w_kvb.format(), cache.k.rows(), q.cols(), q.rows(), &w_kvb}, [&] {
+            out = primary_.tensor_new(q.rows(), width);
+            primary_.mla_attention(q, latent, k_pe, w_kvb, cache, s, pos0, out);
+        }))
+        return out;
+    // The cache lives on the primary backend: bring it over, run, and send the new rows back.
+    KvCache host{to(cpu_, cache.k), to(cpu_, cache.v)};
+    out = cpu_.tensor_new(q.rows(), width);
+    cpu_.mla_attention(to(cpu_, q), to(cpu_, latent), to(cpu_, k_pe), w_kvb, host, s, pos0, out);
+    write_back(cache.k, host.k);
+    write_back(cache.v, host.v);
+    return to(primary_, out);
+}
+
+Routing Ops::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
+    Routing r;
+    if (ran_native({OpKind::route_sigmoid_topk, Format::f32, logits.rows(), logits.cols(), logits.rows()},
+                   [&] { r = primary_.route_sigmoid_topk(logits, bias, p); }))
+        return r;
+    return cpu_.route_sigmoid_topk(to(cpu_, logits), bias, p);
+}
+
 }  // namespace coli

@@ -52,6 +52,10 @@ public:
                      int64_t pos0);  // [n, H*hd]
     Routing route_softmax_topk(const Tensor& logits, int k, bool renormalize);
     void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y);
+    Tensor slice_cols(const Tensor& x, int64_t c0, int64_t width);  // [n, width]
+    Tensor mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
+                         KvCache& cache, const MlaShape& s, int64_t pos0);  // [n, H*dv]
+    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p);
 
 private:
     bool runs_native(const OpDesc& d);  // asks the backend and counts the answer

@@ -64,7 +64,8 @@ struct ExpertWeights {
     int32_t layer = -1;  // decoder layer; (layer, id) names the expert for device caches (-1: unknown)
 };
 
-// The key/value cache of one attention layer: rows are positions.
+// The key/value cache of one attention layer: rows are positions. MLA layers keep the compressed form:
+// k holds the latent [max_ctx, kv_lora], v the rotated rope keys [max_ctx, rope_dim].
 struct KvCache {
     Tensor k;  // [max_ctx, n_kv_heads * head_dim]
     Tensor v;  // [max_ctx, n_kv_heads * head_dim]
@@ -80,13 +81,42 @@ struct AttentionShape {
 
 enum class RopeStyle : uint8_t { neox, interleaved };
 
-// Rotary embedding parameters for rotating the first rotary_dim dims of each head.
+// YaRN context extension (spec section 2.3): the inverse frequencies blend interpolation and extrapolation.
+struct RopeYarn {
+    float factor = 0;        // context scale; 0: plain RoPE
+    float original_ctx = 0;  // original_max_position_embeddings
+    float beta_fast = 32;    // ramp ends (rotations per original context)
+    float beta_slow = 1;
+};
+
+// Rotary embedding parameters for rotating rotary_dim dims of each head, from rotary_offset.
 struct RopeParams {
     RopeStyle style = RopeStyle::neox;
     int head_dim = 0;             // stride between heads in the row
-    int rotary_dim = 0;           // dims rotated per head (<= head_dim)
+    int rotary_dim = 0;           // dims rotated per head (rotary_offset + rotary_dim <= head_dim)
     float theta = 10000.f;        // base of the inverse frequencies
     float attention_scaling = 1;  // multiplies cos and sin (yarn)
+    int rotary_offset = 0;        // first rotated dim of each head (MLA: after the no-rope dims)
+    RopeYarn yarn;                // YaRN, when yarn.factor > 0
+};
+
+// Multi-head latent attention (DeepSeek MLA) sizes.
+struct MlaShape {
+    int n_heads = 0;
+    int nope_dim = 0;     // dn: per-head query/key dims without rope
+    int rope_dim = 0;     // dr: per-head query dims with rope; one rope key shared by all heads
+    int v_dim = 0;        // dv: per-head value dims
+    int64_t kv_lora = 0;  // compressed latent width
+    float scale = 0;      // softmax scale
+};
+
+// Sigmoid routing with a selection bias and group-limited choice (DeepSeek-V3 noaux_tc, spec 2.4).
+struct SigmoidRouting {
+    int k = 0;                // experts per token
+    int n_group = 1;          // contiguous expert groups
+    int topk_group = 1;       // groups kept per token (by the sum of their two best biased scores)
+    bool renormalize = true;  // weights divided by their sum (+1e-20)
+    float scaling = 1;        // routed_scaling_factor, applied last
 };
 
 }  // namespace coli

@@ -10,6 +10,7 @@
 #include "models/config.h"
 #include "models/registry.h"
 #include "nn/moe.h"
+#include "nn/rows.h"
 #include "nn/weights.h"
 
 namespace coli {
@@ -115,7 +116,7 @@ public:
               max_ctx_);
         Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
         for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
-        if (!all_logits) h = last_row(h);
+        if (!all_logits) h = row_last(ops_, h);
         Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
         s.n_past += n;
         return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
@@ -157,12 +158,6 @@ private:
     static ExpertWeights expert_weights(const ExpertHandle& e) {
         return {e.expert(), weight_view_of(e.part_info(0), e.part(0)),
                 weight_view_of(e.part_info(1), e.part(1)), weight_view_of(e.part_info(2), e.part(2))};
-    }
-
-    Tensor last_row(const Tensor& h) {
-        std::vector<float> all = ops_.read(h);
-        const int64_t d = h.cols();
-        return ops_.tensor_from(1, d, std::span<const float>(all).subspan((h.rows() - 1) * d, d));
     }
 
     void summarize(const Checkpoint& ckpt, const WeightLoader& load) {

@@ -12,6 +12,7 @@ using Loader = std::function<std::unique_ptr<Model>(const Checkpoint&, Ops&, con
 
 const std::map<std::string, Loader>& loaders() {
     static const std::map<std::string, Loader> m = {
+        {"deepseek_v3", deepseek_v3_load},
         {"olmoe", olmoe_load},
     };
     return m;
@@ -21,6 +22,7 @@ using OpsOf = std::vector<OpUse> (*)();
 
 const std::map<std::string, OpsOf>& op_declarations() {
     static const std::map<std::string, OpsOf> m = {
+        {"deepseek_v3", deepseek_v3_ops},
         {"olmoe", olmoe_ops},
     };
     return m;

@@ -48,6 +48,14 @@ public:
                      Tensor& y) override {
         inner_.moe_experts(e, r, x, y);
     }
+    void slice_cols(const Tensor& x, int64_t c0, Tensor& o) override { inner_.slice_cols(x, c0, o); }
+    void mla_attention(const Tensor& q, const Tensor& l, const Tensor& k, const Weight& w, KvCache& c,
+                       const MlaShape& s, int64_t pos0, Tensor& o) override {
+        inner_.mla_attention(q, l, k, w, c, s, pos0, o);
+    }
+    Routing route_sigmoid_topk(const Tensor& l, const Weight& b, const SigmoidRouting& p) override {
+        return inner_.route_sigmoid_topk(l, b, p);
+    }
 
 private:
     CpuBackend inner_;

@@ -13,21 +13,28 @@ using cpu::row;
 
 namespace {
 
-// inv_freq[i] = theta^(-2i/rotary_dim), computed in f32 as the reference does.
-std::vector<float> rope_inv_freq(const RopeParams& p) {
-    std::vector<float> inv(p.rotary_dim / 2);
-    for (size_t i = 0; i < inv.size(); ++i)
-        inv[i] = 1.0f / std::pow(p.theta, static_cast<float>(2 * i) / static_cast<float>(p.rotary_dim));
-    return inv;
+// p[j] = exp(s[j] - max) / sum, in place.
+void softmax_in_place(float* s, int64_t n) {
+    float max_score = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, s[j]);
+    float sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        s[j] = std::exp(s[j] - max_score);
+        sum += s[j];
+    }
+    for (int64_t j = 0; j < n; ++j) s[j] /= sum;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+    float sum = 0;
+    for (int64_t d = 0; d < n; ++d) sum += a[d] * b[d];
+    return sum;
 }
 
 }  // namespace
 
 void CpuBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
-    check(p.head_dim > 0 && x.cols() % p.head_dim == 0, "rope: {} columns are not whole heads of {}",
-          x.cols(), p.head_dim);
-    check(p.rotary_dim > 0 && p.rotary_dim <= p.head_dim && p.rotary_dim % 2 == 0, "rope: bad rotary_dim {}",
-          p.rotary_dim);
+    rope_args_check(x, p);
     const std::vector<float> inv_freq = rope_inv_freq(p);
     const int half = p.rotary_dim / 2;
     const int64_t n_heads = x.cols() / p.head_dim;
@@ -40,7 +47,7 @@ void CpuBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
             sin_t[i] = std::sin(angle) * p.attention_scaling;
         }
         for (int64_t h = 0; h < n_heads; ++h) {
-            float* v = row(x, r) + h * p.head_dim;
+            float* v = row(x, r) + h * p.head_dim + p.rotary_offset;
             for (int i = 0; i < half; ++i) {
                 // neox pairs (i, i + half); interleaved pairs (2i, 2i + 1).
                 float* a = p.style == RopeStyle::neox ? &v[i] : &v[2 * i];
@@ -71,25 +78,53 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
             const int64_t i = task / s.n_heads, h = task % s.n_heads, kvh = h / group;
             const int64_t n_keys = pos0 + i + 1;  // causal: keys 0 .. pos0 + i
             const float* qh = row(q, i) + h * hd;
-            float max_score = -INFINITY;
-            for (int64_t j = 0; j < n_keys; ++j) {
-                const float* kj = row(cache.k, j) + kvh * hd;
-                float dot = 0;
-                for (int64_t d = 0; d < hd; ++d) dot += qh[d] * kj[d];
-                scores[j] = dot * s.scale;
-                max_score = std::max(max_score, scores[j]);
-            }
-            float sum = 0;
-            for (int64_t j = 0; j < n_keys; ++j) {
-                scores[j] = std::exp(scores[j] - max_score);
-                sum += scores[j];
-            }
+            for (int64_t j = 0; j < n_keys; ++j)
+                scores[j] = dot(qh, row(cache.k, j) + kvh * hd, hd) * s.scale;
+            softmax_in_place(scores.data(), n_keys);
             float* o = row(out, i) + h * hd;
             std::fill_n(o, hd, 0.0f);
             for (int64_t j = 0; j < n_keys; ++j) {
-                const float p = scores[j] / sum;
                 const float* vj = row(cache.v, j) + kvh * hd;
-                for (int64_t d = 0; d < hd; ++d) o[d] += p * vj[d];
+                for (int64_t d = 0; d < hd; ++d) o[d] += scores[j] * vj[d];
+            }
+        }
+    });
+}
+
+void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
+                               KvCache& cache, const MlaShape& s, int64_t pos0, Tensor& out) {
+    mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, out);
+    const int64_t n = q.rows(), dn = s.nope_dim, dr = s.rope_dim, dv = s.v_dim, lora = s.kv_lora;
+    for (int64_t i = 0; i < n; ++i) {
+        std::copy_n(row(latent, i), lora, row(cache.k, pos0 + i));
+        std::copy_n(row(k_pe, i), dr, row(cache.v, pos0 + i));
+    }
+    // One task per head: its rows of w_kvb are decoded once for all queries.
+    pool_.parallel_for(s.n_heads, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> w_uk(dn * lora), w_uv(dv * lora);  // [dn, kv_lora], [dv, kv_lora]
+        std::vector<float> q_abs(lora), mixed(lora), scores(pos0 + n);
+        for (int64_t h = begin; h < end; ++h) {
+            const int64_t r0 = h * (dn + dv);
+            for (int64_t j = 0; j < dn; ++j) weight_decode_row(w_kvb.host, r0 + j, &w_uk[j * lora]);
+            for (int64_t j = 0; j < dv; ++j) weight_decode_row(w_kvb.host, r0 + dn + j, &w_uv[j * lora]);
+            for (int64_t i = 0; i < n; ++i) {
+                const float* q_nope = row(q, i) + h * (dn + dr);  // [dn]
+                const float* q_pe = q_nope + dn;                  // [dr]
+                std::fill(q_abs.begin(), q_abs.end(), 0.0f);      // W_UK[h]^T q_nope: [kv_lora]
+                for (int64_t j = 0; j < dn; ++j)
+                    for (int64_t c = 0; c < lora; ++c) q_abs[c] += q_nope[j] * w_uk[j * lora + c];
+                const int64_t n_keys = pos0 + i + 1;  // causal
+                for (int64_t t = 0; t < n_keys; ++t)
+                    scores[t] =
+                        (dot(q_abs.data(), row(cache.k, t), lora) + dot(q_pe, row(cache.v, t), dr)) * s.scale;
+                softmax_in_place(scores.data(), n_keys);
+                std::fill(mixed.begin(), mixed.end(), 0.0f);  // sum_t p(t) latent(t): [kv_lora]
+                for (int64_t t = 0; t < n_keys; ++t) {
+                    const float* lt = row(cache.k, t);
+                    for (int64_t c = 0; c < lora; ++c) mixed[c] += scores[t] * lt[c];
+                }
+                float* o = row(out, i) + h * dv;  // W_UV[h] mixed: [dv]
+                for (int64_t j = 0; j < dv; ++j) o[j] = dot(&w_uv[j * lora], mixed.data(), lora);
             }
         }
     });

@@ -82,4 +82,10 @@ void CpuBackend::clamp(Tensor& x, float lo, float hi) {
     for (int64_t i = 0; i < x.numel(); ++i) p[i] = std::min(std::max(p[i], lo), hi);
 }
 
+void CpuBackend::slice_cols(const Tensor& x, int64_t c0, Tensor& out) {
+    check(out.rows() == x.rows() && c0 >= 0 && c0 + out.cols() <= x.cols(),
+          "slice_cols: columns [{}, {}) of {}", c0, c0 + out.cols(), x.cols());
+    for (int64_t r = 0; r < x.rows(); ++r) std::copy_n(row(x, r) + c0, out.cols(), row(out, r));
+}
+
 }  // namespace coli

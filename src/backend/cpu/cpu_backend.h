@@ -32,6 +32,10 @@ public:
     Routing route_softmax_topk(const Tensor& logits, int k, bool renormalize) override;
     void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                      Tensor& y) override;
+    void slice_cols(const Tensor& x, int64_t c0, Tensor& out) override;
+    void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
+                       KvCache& cache, const MlaShape& s, int64_t pos0, Tensor& out) override;
+    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) override;
 
 private:
     ThreadPool& pool_;

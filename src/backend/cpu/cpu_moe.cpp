@@ -40,6 +40,11 @@ Routing CpuBackend::route_softmax_topk(const Tensor& logits, int k, bool renorma
     return r;
 }
 
+Routing CpuBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
+    return route_sigmoid_host(logits.rows(), logits.cols(),
+                              std::span<const float>(data(logits), logits.numel()), bias, p);
+}
+
 void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                              Tensor& y) {
     const int64_t d_model = x.cols();

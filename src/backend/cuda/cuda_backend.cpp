@@ -214,14 +214,12 @@ void CudaBackend::clamp(Tensor& x, float lo, float hi) {
 }
 
 const float* CudaBackend::inv_freq(const RopeParams& p) {
-    auto& slot = inv_freq_[{p.theta, p.rotary_dim}];
+    std::vector<float> inv = rope_inv_freq(p);  // as the CPU computes it, in f32
+    auto& slot = inv_freq_[inv];
     if (!slot) {
-        std::vector<float> inv(p.rotary_dim / 2);  // as the CPU computes it, in f32
-        for (size_t i = 0; i < inv.size(); ++i)
-            inv[i] = 1.0f / std::pow(p.theta, static_cast<float>(2 * i) / static_cast<float>(p.rotary_dim));
         slot = cuda::buffer_new(ctx_, inv.size() * sizeof(float), ctx_->compute);
-        cuda_check(cudaMemcpyAsync(slot.get(), inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                   ctx_->compute),
+        // Synchronous: the host table goes out of scope here.
+        cuda_check(cudaMemcpy(slot.get(), inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice),
                    "rope table");
     }
     return static_cast<const float*>(slot.get());
@@ -229,11 +227,9 @@ const float* CudaBackend::inv_freq(const RopeParams& p) {
 
 void CudaBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
     fault_check(OpKind::rope);
-    check(p.head_dim > 0 && x.cols() % p.head_dim == 0, "rope: {} columns are not whole heads of {}",
-          x.cols(), p.head_dim);
-    check(p.rotary_dim > 0 && p.rotary_dim <= p.head_dim && p.rotary_dim % 2 == 0, "rope: bad rotary_dim {}",
-          p.rotary_dim);
-    const cuda::RopeArgs a{p.head_dim, p.rotary_dim, p.style == RopeStyle::neox, p.attention_scaling};
+    rope_args_check(x, p);
+    const cuda::RopeArgs a{p.head_dim, p.rotary_dim, p.rotary_offset, p.style == RopeStyle::neox,
+                           p.attention_scaling};
     cuda::rope(dev(x), x.rows(), x.cols(), inv_freq(p), a, pos0, ctx_->compute);
 }
 
@@ -275,6 +271,29 @@ Routing CudaBackend::route_softmax_topk(const Tensor& logits, int k, bool renorm
                "router weights");
     cuda_check(cudaStreamSynchronize(ctx_->compute), "router");
     return r;
+}
+
+void CudaBackend::slice_cols(const Tensor& x, int64_t c0, Tensor& out) {
+    fault_check(OpKind::slice_cols);
+    check(out.rows() == x.rows() && c0 >= 0 && c0 + out.cols() <= x.cols(),
+          "slice_cols: columns [{}, {}) of {}", c0, c0 + out.cols(), x.cols());
+    if (out.numel() == 0) return;
+    cuda_check(
+        cudaMemcpy2DAsync(dev(out), out.cols() * sizeof(float), dev(x) + c0, x.cols() * sizeof(float),
+                          out.cols() * sizeof(float), x.rows(), cudaMemcpyDeviceToDevice, ctx_->compute),
+        "slice_cols");
+}
+
+void CudaBackend::mla_attention(const Tensor&, const Tensor&, const Tensor&, const Weight&, KvCache&,
+                                const MlaShape&, int64_t, Tensor&) {
+    fail("cuda: mla_attention has no kernel yet (supports() declines it)");
+}
+
+Routing CudaBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
+    fault_check(OpKind::route_sigmoid_topk);
+    std::vector<float> host(logits.numel());
+    tensor_read(logits, host);
+    return route_sigmoid_host(logits.rows(), logits.cols(), host, bias, p);
 }
 
 }  // namespace coli

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cuda/context.h"
@@ -55,6 +56,10 @@ public:
     Routing route_softmax_topk(const Tensor& logits, int k, bool renormalize) override;
     void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                      Tensor& y) override;
+    void slice_cols(const Tensor& x, int64_t c0, Tensor& out) override;
+    void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
+                       KvCache& cache, const MlaShape& s, int64_t pos0, Tensor& out) override;
+    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) override;
 
     // y = x w^T on device memory, choosing GEMV or GEMM by n (matmul.cpp).     x: [n, w.cols]; y: [n, w.rows]
     void matmul_device(const cuda::DeviceWeight& w, const float* x, int64_t n, float* y);
@@ -63,7 +68,7 @@ public:
 private:
     void fault_check(OpKind op) const;  // throws coli::Error when COLI_CUDA_FAIL_OP names op
     static const cuda::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
-    const float* inv_freq(const RopeParams& p);  // cached per (theta, rotary_dim)
+    const float* inv_freq(const RopeParams& p);                                  // cached per distinct table
     // moe_experts for decode (few tokens per expert: batched launches) and for prefill (per expert).
     void moe_batched(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Routing& r,
                      const Tensor& x, Tensor& y);
@@ -75,8 +80,8 @@ private:
     uint64_t dense_bytes_ = 0;                // dense weights resident
     uint64_t dense_on_host_ = 0;              // dense weights left on the host (over budget)
     std::unique_ptr<cuda::ExpertTier> tier_;  // made at the first moe_experts, with what dense left
-    std::array<bool, static_cast<size_t>(OpKind::count_)> fail_{};     // ops with an injected fault
-    std::map<std::pair<float, int>, std::shared_ptr<void>> inv_freq_;  // rope tables on the device
+    std::array<bool, static_cast<size_t>(OpKind::count_)> fail_{};  // ops with an injected fault
+    std::map<std::vector<float>, std::shared_ptr<void>> inv_freq_;  // rope tables on the device, by value
 };
 
 }  // namespace coli

@@ -57,6 +57,7 @@ void clamp(float* x, int64_t count, float lo, float hi, cudaStream_t s);        
 struct RopeArgs {
     int head_dim;             // stride between heads
     int rotary_dim;           // dims rotated per head
+    int rotary_offset;        // first rotated dim of each head
     bool neox;                // neox pairs (i, i + half), else interleaved (2i, 2i + 1)
     float attention_scaling;  // multiplies cos and sin
 };

@@ -16,6 +16,11 @@ bool cuda_supports(const OpDesc& d) {
             return d.rows <= kCudaAttentionMaxKeys;  // rows: the cache length
         case OpKind::route_softmax_topk:
             return d.cols <= kCudaRouteMaxExperts;
+        case OpKind::slice_cols:
+        case OpKind::route_sigmoid_topk:  // the logits go to the host, where the routing is used
+            return true;
+        case OpKind::mla_attention:
+            return false;  // no kernel yet: runs on the CPU, counted
         case OpKind::count_:
             break;
     }

@@ -1,5 +1,5 @@
-// OLMoE against transformers: tiny random-weight models made by tools/make_olmoe_oracles.py
-// (OlmoeForCausalLM, fp32, eager attention). Tolerances are the foundation issue's.
+// Every family against transformers: tiny random-weight models made by tools/make_olmoe_oracles.py and
+// tools/make_deepseek_oracles.py (fp32, eager attention). Tolerances are the foundation issue's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +14,8 @@ namespace {
 constexpr double kLogitTolerance = 1e-3;  // max|diff| <= 1e-3 * max|logit| on the fp32 path
 
 // The transformers fixtures, and the bundled demo model (trained, bf16; tools/train_demo_model.py).
-const char* const kFixtures[] = {"olmoe_base",    "olmoe_gqa",  "olmoe_bf16",
-                                 "olmoe_sharded", "olmoe_clip", "models/demo"};
+const char* const kFixtures[] = {"olmoe_base", "olmoe_gqa",   "olmoe_bf16",  "olmoe_sharded",
+                                 "olmoe_clip", "models/demo", "deepseek_v3", "deepseek_v3_noq"};
 
 EngineOptions options_for(const test::Fixture& fx, int expert_cache) {
     EngineOptions o;
@@ -26,9 +26,9 @@ EngineOptions options_for(const test::Fixture& fx, int expert_cache) {
 }
 
 // Every fixture, with an unlimited expert cache and with one slot per layer (cache invariance).
-class OlmoeOracle : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+class Oracle : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
-TEST_P(OlmoeOracle, LogitsMatchTransformers) {
+TEST_P(Oracle, LogitsMatchTransformers) {
     const auto [name, cache] = GetParam();
     const test::Fixture fx = test::fixture_load(name);
     Engine engine(options_for(fx, cache));
@@ -38,7 +38,7 @@ TEST_P(OlmoeOracle, LogitsMatchTransformers) {
     EXPECT_EQ(test::argmax_rows(logits, fx.vocab), test::argmax_rows(fx.logits, fx.vocab));
 }
 
-TEST_P(OlmoeOracle, GreedyContinuationMatchesTransformers) {
+TEST_P(Oracle, GreedyContinuationMatchesTransformers) {
     const auto [name, cache] = GetParam();
     const test::Fixture fx = test::fixture_load(name);
     Engine engine(options_for(fx, cache));
@@ -50,7 +50,7 @@ TEST_P(OlmoeOracle, GreedyContinuationMatchesTransformers) {
 }
 
 // Feeding the prompt one token at a time through the KV cache gives the prefill's logits.
-TEST_P(OlmoeOracle, IncrementalDecodeMatchesPrefill) {
+TEST_P(Oracle, IncrementalDecodeMatchesPrefill) {
     const auto [name, cache] = GetParam();
     const test::Fixture fx = test::fixture_load(name);
     Engine engine(options_for(fx, cache));
@@ -64,7 +64,7 @@ TEST_P(OlmoeOracle, IncrementalDecodeMatchesPrefill) {
     EXPECT_EQ(test::argmax_rows(stepwise, fx.vocab), test::argmax_rows(fx.logits, fx.vocab));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, OlmoeOracle,
+INSTANTIATE_TEST_SUITE_P(Fixtures, Oracle,
                          ::testing::Combine(::testing::ValuesIn(kFixtures), ::testing::Values(0, 1)),
                          [](const auto& info) {
                              std::string name = std::get<0>(info.param);

@@ -1,0 +1,334 @@
+// DeepSeek-V3 (DeepseekV3ForCausalLM), spec section 2: pre-norm decoder with multi-head latent attention
+// (q and kv LoRA, one rope key shared by all heads, YaRN), the first layers dense, then MoE layers with a
+// sigmoid router (selection bias, group-limited choice, routed scaling) over SwiGLU experts plus shared
+// experts. The cache keeps the compressed latent and the rope key: kv_lora + rope_dim floats per token.
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "models/config.h"
+#include "models/registry.h"
+#include "nn/moe.h"
+#include "nn/rows.h"
+#include "nn/weights.h"
+
+namespace coli {
+namespace {
+
+// transformers builds the q_a and kv_a RMSNorms with their class default, not config.rms_norm_eps.
+constexpr float kMlaNormEps = 1e-6f;
+
+// YaRN's magnitude correction: 1 for scale <= 1, else 0.1 m ln(scale) + 1 (spec 2.3).
+double yarn_mscale(double scale, double m) {
+    return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+}
+
+struct DeepseekConfig {
+    int64_t vocab, d_model, d_ff, d_expert;  // d_ff: dense MLP width; d_expert: one routed expert's
+    int n_layers, n_heads, n_dense, moe_every;
+    int q_lora, kv_lora, nope_dim, rope_dim, v_dim;  // q_lora 0: q_proj without LoRA
+    int n_experts, top_k, n_group, topk_group, n_shared;
+    bool norm_topk_prob;
+    float routed_scaling, rms_eps;
+    RopeParams rope_q, rope_k;  // the same rotation of q (after the nope dims of each head) and of k_pe
+    float softmax_scale;
+    int64_t max_ctx;
+
+    explicit DeepseekConfig(const nlohmann::json& c) {
+        vocab = config_get<int64_t>(c, "vocab_size");
+        d_model = config_get<int64_t>(c, "hidden_size");
+        d_ff = config_get<int64_t>(c, "intermediate_size");
+        d_expert = config_get<int64_t>(c, "moe_intermediate_size");
+        n_layers = config_get<int>(c, "num_hidden_layers");
+        n_heads = config_get<int>(c, "num_attention_heads");
+        n_dense = config_get_or<int>(c, "first_k_dense_replace", 0);
+        moe_every = config_get_or<int>(c, "moe_layer_freq", 1);
+        q_lora = config_get_or<int>(c, "q_lora_rank", 0);
+        kv_lora = config_get<int>(c, "kv_lora_rank");
+        nope_dim = config_get<int>(c, "qk_nope_head_dim");
+        rope_dim = config_get<int>(c, "qk_rope_head_dim");
+        v_dim = config_get<int>(c, "v_head_dim");
+        n_experts = config_get<int>(c, "n_routed_experts");
+        top_k = config_get<int>(c, "num_experts_per_tok");
+        n_group = config_get_or<int>(c, "n_group", 1);
+        topk_group = config_get_or<int>(c, "topk_group", 1);
+        n_shared = config_get_or<int>(c, "n_shared_experts", 0);
+        norm_topk_prob = config_get_or<bool>(c, "norm_topk_prob", true);
+        routed_scaling = static_cast<float>(config_get_or<double>(c, "routed_scaling_factor", 1.0));
+        rms_eps = static_cast<float>(config_get_or<double>(c, "rms_norm_eps", 1e-6));
+        max_ctx = config_get_or<int64_t>(c, "max_position_embeddings", 4096);
+        check(vocab > 0 && d_model > 0 && d_ff > 0 && d_expert > 0 && n_layers > 0 && n_heads > 0,
+              "config.json: sizes must be positive");
+        check(kv_lora > 0 && nope_dim > 0 && rope_dim > 0 && rope_dim % 2 == 0 && v_dim > 0 && q_lora >= 0,
+              "config.json: bad MLA sizes (kv_lora_rank {}, qk_nope_head_dim {}, qk_rope_head_dim {}, "
+              "v_head_dim {})",
+              kv_lora, nope_dim, rope_dim, v_dim);
+        check(moe_every > 0 && n_experts > 0 && top_k > 0 && n_group > 0 && n_experts % n_group == 0 &&
+                  topk_group > 0 && topk_group <= n_group && top_k <= n_experts / n_group * topk_group,
+              "config.json: {} experts in {} groups (keep {}) cannot route top-{}", n_experts, n_group,
+              topk_group, top_k);
+        const std::string act = config_get_or<std::string>(c, "hidden_act", "silu");
+        check(act == "silu", "config.json: hidden_act '{}' is not supported by deepseek_v3 (silu only)", act);
+        const std::string scoring = config_get_or<std::string>(c, "scoring_func", "sigmoid");
+        check(scoring == "sigmoid", "config.json: scoring_func '{}' is not supported (sigmoid only)",
+              scoring);
+        rope_from(c);
+    }
+
+    // RoPE and softmax scale from `rope_parameters` (transformers v5) or `rope_theta` + `rope_scaling` (hub).
+    void rope_from(const nlohmann::json& c) {
+        const bool v5 = c.contains("rope_parameters") && c["rope_parameters"].is_object();
+        const nlohmann::json none = nlohmann::json::object();
+        const nlohmann::json& rp =
+            v5 ? c["rope_parameters"]
+               : (c.contains("rope_scaling") && c["rope_scaling"].is_object() ? c["rope_scaling"] : none);
+        const std::string type =
+            config_get_or<std::string>(rp, "rope_type", config_get_or<std::string>(rp, "type", "default"));
+        const auto theta = static_cast<float>(config_rope_theta(c, 10000.0));
+        const RopeStyle style =
+            config_get_or<bool>(c, "rope_interleave", true) ? RopeStyle::interleaved : RopeStyle::neox;
+        RopeYarn yarn;
+        float attention_factor = 1.0f;
+        softmax_scale = 1.0f / std::sqrt(static_cast<float>(nope_dim + rope_dim));
+        if (type == "yarn") {
+            const double original = config_get<double>(rp, "original_max_position_embeddings");
+            const double factor =
+                config_get_or<double>(rp, "factor", static_cast<double>(max_ctx) / original);
+            const double mscale = config_get_or<double>(rp, "mscale", 0.0);
+            const double mscale_all = config_get_or<double>(rp, "mscale_all_dim", 0.0);
+            yarn = {static_cast<float>(factor), static_cast<float>(original),
+                    static_cast<float>(config_get_or<double>(rp, "beta_fast", 32.0)),
+                    static_cast<float>(config_get_or<double>(rp, "beta_slow", 1.0))};
+            attention_factor = static_cast<float>(config_get_or<double>(
+                rp, "attention_factor",
+                mscale != 0 && mscale_all != 0 ? yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all)
+                                               : yarn_mscale(factor, 1.0)));
+            if (mscale_all != 0) {
+                const double m = yarn_mscale(factor, mscale_all);
+                softmax_scale = static_cast<float>(softmax_scale * m * m);
+            }
+        } else {
+            check(type == "default",
+                  "config.json: rope type '{}' is not supported by deepseek_v3 (default, yarn)", type);
+        }
+        rope_q = {style, nope_dim + rope_dim, rope_dim, theta, attention_factor, nope_dim, yarn};
+        rope_k = {style, rope_dim, rope_dim, theta, attention_factor, 0, yarn};
+    }
+
+    bool is_moe(int layer) const { return layer >= n_dense && layer % moe_every == 0; }
+    int64_t q_width() const { return int64_t{n_heads} * (nope_dim + rope_dim); }
+};
+
+struct DeepseekLayerWeights {
+    Weight input_norm, q_a, q_a_norm, q_b;  // q_a / q_a_norm empty without q LoRA (q_b is then q_proj)
+    Weight kv_a, kv_a_norm, kv_b, o_proj;   // attention
+    Weight post_norm;
+    Weight router, router_bias;  // MoE layers
+    ExpertWeights mlp;           // the dense MLP (dense layers) or the shared experts (MoE layers)
+    bool has_mlp = false;        // false: an MoE layer without shared experts
+};
+
+class DeepseekState final : public ModelState {
+public:
+    std::vector<KvCache> kv;  // one per layer: latents and rope keys
+};
+
+class DeepseekV3 final : public Model {
+public:
+    DeepseekV3(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
+        : cfg_(ckpt.config()), ops_(ops), max_ctx_(opts.max_ctx > 0 ? opts.max_ctx : cfg_.max_ctx) {
+        WeightLoader load(ckpt, ops, opts.dense_bits);
+        embed_ = load.table("model.embed_tokens.weight");
+        for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
+        final_norm_ = load.vector("model.norm.weight");
+        lm_head_ = load.matrix("lm_head.weight");
+        load.finish();
+
+        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [this](int layer, int e) {
+                                if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
+                                const std::string p =
+                                    fmt::format("model.layers.{}.mlp.experts.{}.", layer, e);
+                                return std::vector<std::string>{p + "gate_proj.weight", p + "up_proj.weight",
+                                                                p + "down_proj.weight"};
+                            }};
+        store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
+        summarize(ckpt, load);
+    }
+
+    const ModelSummary& summary() const override { return summary_; }
+    ExpertStore& store() override { return *store_; }
+    Ops& ops() override { return ops_; }
+
+    std::unique_ptr<ModelState> state_new() override {
+        auto s = std::make_unique<DeepseekState>();
+        for (int l = 0; l < cfg_.n_layers; ++l)
+            s->kv.push_back({ops_.tensor(max_ctx_, cfg_.kv_lora), ops_.tensor(max_ctx_, cfg_.rope_dim)});
+        return s;
+    }
+
+    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) override {
+        auto& s = static_cast<DeepseekState&>(state);
+        const auto n = static_cast<int64_t>(ids.size());
+        check(s.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", s.n_past, n,
+              max_ctx_);
+        Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
+        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
+        if (!all_logits) h = row_last(ops_, h);
+        Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
+        s.n_past += n;
+        return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
+    }
+
+private:
+    DeepseekLayerWeights layer_load(WeightLoader& load, int l) {
+        const std::string p = fmt::format("model.layers.{}.", l);
+        DeepseekLayerWeights w;
+        w.input_norm = load.vector(p + "input_layernorm.weight");
+        if (cfg_.q_lora > 0) {
+            w.q_a = load.matrix(p + "self_attn.q_a_proj.weight");
+            w.q_a_norm = load.vector(p + "self_attn.q_a_layernorm.weight");
+            w.q_b = load.matrix(p + "self_attn.q_b_proj.weight");
+        } else {
+            w.q_b = load.matrix(p + "self_attn.q_proj.weight");
+        }
+        w.kv_a = load.matrix(p + "self_attn.kv_a_proj_with_mqa.weight");
+        w.kv_a_norm = load.vector(p + "self_attn.kv_a_layernorm.weight");
+        w.kv_b = load.matrix(p + "self_attn.kv_b_proj.weight");
+        w.o_proj = load.matrix(p + "self_attn.o_proj.weight");
+        w.post_norm = load.vector(p + "post_attention_layernorm.weight");
+        const std::string mlp = cfg_.is_moe(l) ? p + "mlp.shared_experts." : p + "mlp.";
+        if (cfg_.is_moe(l)) {
+            w.router = load.matrix(p + "mlp.gate.weight");
+            w.router_bias = load.vector(p + "mlp.gate.e_score_correction_bias");
+        }
+        if (!cfg_.is_moe(l) || cfg_.n_shared > 0) {
+            // Named for device expert tiers by an id past the routed experts.
+            w.mlp = {cfg_.n_experts, load.matrix(mlp + "gate_proj.weight"),
+                     load.matrix(mlp + "up_proj.weight"), load.matrix(mlp + "down_proj.weight"), l};
+            w.has_mlp = true;
+        }
+        return w;
+    }
+
+    // One decoder layer. h: [n, d_model] at positions s.n_past ...
+    Tensor layer_forward(int l, const Tensor& h, DeepseekState& s) {
+        const DeepseekLayerWeights& w = layers_[l];
+        const int64_t n = h.rows();
+        Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);  // [n, d]
+        Tensor q = cfg_.q_lora > 0
+                       ? ops_.matmul(w.q_b, ops_.rms_norm(ops_.matmul(w.q_a, x), w.q_a_norm, kMlaNormEps))
+                       : ops_.matmul(w.q_b, x);  // [n, H (dn + dr)]
+        Tensor kv = ops_.matmul(w.kv_a, x);      // [n, kv_lora + dr]
+        Tensor latent =
+            ops_.rms_norm(ops_.slice_cols(kv, 0, cfg_.kv_lora), w.kv_a_norm, kMlaNormEps);  // [n, kv_lora]
+        Tensor k_pe =
+            ops_.slice_cols(kv, cfg_.kv_lora, cfg_.rope_dim);  // [n, dr]: one rope key for all heads
+        ops_.rope(q, cfg_.rope_q, s.n_past);
+        ops_.rope(k_pe, cfg_.rope_k, s.n_past);
+        const MlaShape shape{cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim,
+                             cfg_.v_dim,   cfg_.kv_lora,  cfg_.softmax_scale};
+        Tensor a = ops_.mla_attention(q, latent, k_pe, w.kv_b, s.kv[l], shape, s.n_past);  // [n, H dv]
+        Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));
+
+        Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
+        Tensor y = ops_.tensor(n, cfg_.d_model);
+        if (cfg_.is_moe(l)) {
+            const SigmoidRouting rp{cfg_.top_k, cfg_.n_group, cfg_.topk_group, cfg_.norm_topk_prob,
+                                    cfg_.routed_scaling};
+            const Routing r = ops_.route_sigmoid_topk(ops_.matmul(w.router, x2), w.router_bias, rp);
+            const auto prefetch_next = [&] {
+                for (int next = l + 1; next < cfg_.n_layers; ++next)
+                    if (cfg_.is_moe(next))
+                        return moe_prefetch(ops_, *store_, next, layers_[next].router, x2, cfg_.top_k);
+            };
+            y = moe_routed(
+                ops_, *store_, l, x2, r, [](const ExpertHandle& e) { return expert_weights(e); },
+                prefetch_next);
+        }
+        if (w.has_mlp) ops_.moe_experts({&w.mlp, 1}, every_token(n, w.mlp.id), x2, y);
+        return ops_.add(h1, y);
+    }
+
+    // Routing that sends every token to one expert with weight 1: dense MLPs and shared experts.
+    static Routing every_token(int64_t n, int32_t id) {
+        return {n, 1, std::vector<int32_t>(n, id), std::vector<float>(n, 1.0f)};
+    }
+
+    static ExpertWeights expert_weights(const ExpertHandle& e) {
+        return {e.expert(), weight_view_of(e.part_info(0), e.part(0)),
+                weight_view_of(e.part_info(1), e.part(1)), weight_view_of(e.part_info(2), e.part(2))};
+    }
+
+    void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
+        summary_.family = "deepseek_v3";
+        summary_.architecture = fmt::format(
+            "{} layers ({} dense), d_model {}, {} heads (MLA: q_lora {}, kv_lora {}, nope {}, rope {}, v "
+            "{}), "
+            "{} experts top-{} in {} groups keep {} (d_ff {}) + {} shared, vocab {}",
+            cfg_.n_layers, cfg_.n_dense, cfg_.d_model, cfg_.n_heads, cfg_.q_lora, cfg_.kv_lora, cfg_.nope_dim,
+            cfg_.rope_dim, cfg_.v_dim, cfg_.n_experts, cfg_.top_k, cfg_.n_group, cfg_.topk_group,
+            cfg_.d_expert, cfg_.n_shared, cfg_.vocab);
+        summary_.dense_bytes = load.bytes_stored();
+        summary_.dense_held_bytes = load.bytes_held();
+        summary_.expert_bytes = store_->total_expert_bytes();
+        int moe_layers = 0;
+        for (int l = 0; l < cfg_.n_layers; ++l) moe_layers += cfg_.is_moe(l);
+        summary_.expert_count = uint64_t(moe_layers) * cfg_.n_experts;
+        const TensorInfo& o0 = ckpt.get("model.layers.0.self_attn.o_proj.weight");
+        int first_moe = 0;
+        while (first_moe < cfg_.n_layers && !cfg_.is_moe(first_moe)) ++first_moe;
+        const std::string experts =
+            first_moe < cfg_.n_layers
+                ? std::string(dtype_name(
+                      ckpt.get(fmt::format("model.layers.{}.mlp.experts.0.gate_proj.weight", first_moe))
+                          .dtype))
+                : "none";
+        summary_.formats = fmt::format(
+            "dense {}{}, experts {}", dtype_name(o0.dtype),
+            load.dense_bits() ? fmt::format(" -> int{} at load", load.dense_bits()) : "", experts);
+        summary_.kv_bytes_per_token =
+            uint64_t(cfg_.n_layers) * (cfg_.kv_lora + cfg_.rope_dim) * sizeof(float);
+        summary_.vocab = cfg_.vocab;
+        summary_.max_ctx = max_ctx_;
+    }
+
+    DeepseekConfig cfg_;
+    Ops& ops_;
+    int64_t max_ctx_;
+    Weight embed_, final_norm_, lm_head_;
+    std::vector<DeepseekLayerWeights> layers_;
+    std::unique_ptr<ExpertStore> store_;
+    ModelSummary summary_;
+};
+
+}  // namespace
+
+// The ops DeepseekV3::forward calls, at DeepSeek-V3's size (d_model 7168, 128 heads, q_lora 1536,
+// kv_lora 512, rope 64, nope 128, v 128, 256 experts top-8 of d_ff 2048, vocab 129280, context 163840).
+// Keep in sync with layer_forward().
+std::vector<OpUse> deepseek_v3_ops() {
+    constexpr int64_t kDModel = 7168, kDExpert = 2048, kVocab = 129280, kExperts = 256, kCtx = 163840;
+    constexpr int64_t kHeads = 128, kKvLora = 512, kRope = 64, kNope = 128;
+    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16};
+    std::vector<Format> dense = stored;
+    dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
+    return {
+        {OpKind::embedding, stored, kVocab, kDModel, "token embedding"},
+        {OpKind::rms_norm, {Format::f32}, 1, kDModel, "input, post-attention, q_a, kv_a and final norms"},
+        {OpKind::matmul, dense, kDModel, kDModel, "q/kv LoRA, o projection, router, lm_head"},
+        {OpKind::slice_cols, {Format::f32}, 1, kKvLora + kRope, "latent and rope key from kv_a"},
+        {OpKind::rope, {Format::f32}, 1, kHeads * (kNope + kRope), "interleaved YaRN rotary embedding"},
+        {OpKind::mla_attention, dense, kCtx, kHeads * (kNope + kRope), "absorbed MLA over the latent cache"},
+        {OpKind::add, {Format::f32}, 1, kDModel, "residuals"},
+        {OpKind::route_sigmoid_topk, {Format::f32}, 1, kExperts, "sigmoid group-limited router"},
+        {OpKind::moe_experts, dense, kDExpert, kDModel, "routed, shared and dense SwiGLU"},
+    };
+}
+
+std::unique_ptr<Model> deepseek_v3_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
+    return std::make_unique<DeepseekV3>(ckpt, ops, opts);
+}
+
+}  // namespace coli
