@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -191,19 +192,24 @@ public:
             int head_dim, rotary_dim, heads;
             int64_t n, pos0;
             float scaling;
+            int offset;
+            RopeYarn yarn;
         };
-        const S cases[] = {{RopeStyle::neox, 64, 64, 4, 1, 5, 1.0f},
-                           {RopeStyle::neox, 128, 64, 2, 6, 0, 1.0f},
-                           {RopeStyle::interleaved, 64, 64, 3, 4, 1000, 0.8f},
-                           {RopeStyle::interleaved, 72, 32, 2, 1, 70000, 1.0f}};
+        const RopeYarn yarn{40.0f, 4096.0f, 32.0f, 1.0f};  // DeepSeek-V3's
+        const S cases[] = {{RopeStyle::neox, 64, 64, 4, 1, 5, 1.0f, 0, {}},
+                           {RopeStyle::neox, 128, 64, 2, 6, 0, 1.0f, 0, {}},
+                           {RopeStyle::interleaved, 64, 64, 3, 4, 1000, 0.8f, 0, {}},
+                           {RopeStyle::interleaved, 72, 32, 2, 1, 70000, 1.0f, 0, {}},
+                           {RopeStyle::interleaved, 192, 64, 4, 3, 9000, 1.0f, 128, yarn},  // MLA q
+                           {RopeStyle::neox, 64, 64, 1, 5, 100000, 1.2f, 0, yarn}};
         for (const S& s : cases) {
             const int64_t cols = int64_t{s.head_dim} * s.heads;
             const std::vector<float> x = random_floats(s.n * cols, ++seed);
-            const RopeParams p{s.style, s.head_dim, s.rotary_dim, 10000.0f, s.scaling};
+            const RopeParams p{s.style, s.head_dim, s.rotary_dim, 10000.0f, s.scaling, s.offset, s.yarn};
             check_same({OpKind::rope, Format::f32, s.n, cols, s.n},
-                       fmt::format("{} hd={} rot={} n={} pos={}",
-                                   s.style == RopeStyle::neox ? "neox" : "interleaved", s.head_dim,
-                                   s.rotary_dim, s.n, s.pos0),
+                       fmt::format("{} hd={} rot={}+{}{} n={} pos={}",
+                                   s.style == RopeStyle::neox ? "neox" : "interleaved", s.head_dim, s.offset,
+                                   s.rotary_dim, s.yarn.factor > 0 ? " yarn" : "", s.n, s.pos0),
                        kOpTolRowReduce, [&](Backend& b) {
                            Tensor t = tensor_on(b, s.n, cols, x);
                            b.rope(t, p, s.pos0);
@@ -302,6 +308,95 @@ public:
         }
     }
 
+    void slice_cases() {
+        uint32_t seed = 900;
+        for (auto [n, cols, c0, width] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 576, 512, 64},
+                                          {7, 96, 13, 40},
+                                          {3, 64, 0, 64}}) {
+            const std::vector<float> x = random_floats(n * cols, ++seed);
+            check_same({OpKind::slice_cols, Format::f32, n, cols, n},
+                       fmt::format("[{}x{}] cols {}..{}", n, cols, c0, c0 + width), kOpTolExact,
+                       [&](Backend& b) {
+                           Tensor out = b.tensor_new(n, width);
+                           b.slice_cols(tensor_on(b, n, cols, x), c0, out);
+                           return tensor_host(b, out);
+                       });
+        }
+    }
+
+    void sigmoid_route_cases() {
+        uint32_t seed = 1000;
+        struct S {
+            int64_t n, experts;
+            SigmoidRouting p;
+        };
+        const S cases[] = {{1, 256, {8, 8, 4, true, 2.5f}},  // DeepSeek-V3
+                           {5, 16, {4, 4, 2, true, 2.5f}},
+                           {3, 384, {8, 1, 1, true, 2.827f}},  // Kimi K2
+                           {2, 64, {6, 1, 1, false, 1.0f}}};
+        for (const S& s : cases) {
+            const std::vector<float> logits = random_floats(s.n * s.experts, ++seed, 2.0f);
+            auto bias_values = std::make_shared<std::vector<float>>(random_floats(s.experts, ++seed, 0.1f));
+            const Weight bias{WeightView{Format::f32, 1, s.experts, bias_values->data(), nullptr}, nullptr,
+                              bias_values};
+            check_same({OpKind::route_sigmoid_topk, Format::f32, s.n, s.experts, s.n},
+                       fmt::format("n={} E={} k={} groups {}/{}", s.n, s.experts, s.p.k, s.p.topk_group,
+                                   s.p.n_group),
+                       kOpTolRowReduce, [&](Backend& b) {
+                           const Routing r =
+                               b.route_sigmoid_topk(tensor_on(b, s.n, s.experts, logits), bias, s.p);
+                           std::vector<float> v(r.weights);  // ids as floats: any different choice fails
+                           for (int32_t id : r.experts) v.push_back(static_cast<float>(id));
+                           return v;
+                       });
+        }
+    }
+
+    void mla_cases() {
+        uint32_t seed = 1100;
+        struct S {
+            MlaShape shape;
+            int64_t n, pos0, ctx;
+        };
+        // Decode after a prefix and prefill, at small sizes with DeepSeek's proportions; a long context.
+        const S cases[] = {{{4, 32, 16, 24, 32, 0.15f}, 1, 9, 16},
+                           {{4, 32, 16, 24, 32, 0.15f}, 6, 0, 8},
+                           {{2, 64, 32, 64, 128, 0.1f}, 3, 40, 64},
+                           {{2, 32, 16, 24, 64, 0.1f}, 2, 1100, 1200}};  // keys in several tiles
+        for (Format f : {Format::f32, Format::bf16, Format::fp8_e4m3_block}) {
+            for (const S& s : cases) {
+                const MlaShape& m = s.shape;
+                const int64_t qw = int64_t{m.n_heads} * (m.nope_dim + m.rope_dim);
+                if (!format_fits(f, m.kv_lora)) continue;
+                const Weight w =
+                    weight_random(f, int64_t{m.n_heads} * (m.nope_dim + m.v_dim), m.kv_lora, ++seed);
+                const Weight wb = b_.weight_upload(w);
+                const std::vector<float> q = random_floats(s.n * qw, ++seed),
+                                         latent = random_floats(s.n * m.kv_lora, ++seed),
+                                         k_pe = random_floats(s.n * m.rope_dim, ++seed),
+                                         lc = random_floats(s.ctx * m.kv_lora, ++seed),
+                                         kc = random_floats(s.ctx * m.rope_dim, ++seed);
+                check_same({OpKind::mla_attention, f, s.ctx, qw, s.n, &wb},
+                           fmt::format("H={} nope={} rope={} v={} lora={} n={} pos={}", m.n_heads, m.nope_dim,
+                                       m.rope_dim, m.v_dim, m.kv_lora, s.n, s.pos0),
+                           kOpTolDot, [&](Backend& b) {
+                               KvCache cache{tensor_on(b, s.ctx, m.kv_lora, lc),
+                                             tensor_on(b, s.ctx, m.rope_dim, kc)};
+                               Tensor out = b.tensor_new(s.n, int64_t{m.n_heads} * m.v_dim);
+                               b.mla_attention(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.kv_lora, latent),
+                                               tensor_on(b, s.n, m.rope_dim, k_pe), &b == &b_ ? wb : w, cache,
+                                               m, s.pos0, out);
+                               std::vector<float> all = tensor_host(b, out);  // and the cache rows it wrote
+                               for (const Tensor* t : {&cache.k, &cache.v}) {
+                                   const std::vector<float> c = tensor_host(b, *t);
+                                   all.insert(all.end(), c.begin(), c.end());
+                               }
+                               return all;
+                           });
+            }
+        }
+    }
+
 private:
     Backend& b_;
     Backend& ref_;
@@ -320,6 +415,9 @@ std::vector<OpCheck> op_test_backend(Backend& b, Backend& reference) {
     g.attention_cases();
     g.route_cases();
     g.moe_cases();
+    g.slice_cases();
+    g.sigmoid_route_cases();
+    g.mla_cases();
     return g.take();
 }
 

@@ -5,25 +5,12 @@
 
 #include "backend/cuda/decode.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/reduce.cuh"
 
 namespace coli::cuda {
 namespace {
 
 constexpr int kThreads = 256;  // 8 warps: one key per warp at a time for the scores
-
-__device__ float block_reduce(float v, float* shared, bool is_max) {
-    for (int o = kWarp / 2; o > 0; o /= 2) {
-        const float other = __shfl_xor_sync(kFullMask, v, o);
-        v = is_max ? fmaxf(v, other) : v + other;
-    }
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    float r = shared[0];
-    for (int i = 1; i < kThreads / kWarp; ++i) r = is_max ? fmaxf(r, shared[i]) : r + shared[i];
-    __syncthreads();
-    return r;
-}
 
 __global__ void __launch_bounds__(kThreads)
     attention_kernel(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc,
@@ -52,16 +39,7 @@ __global__ void __launch_bounds__(kThreads)
         if (lane == 0) scores[j] = dot;
         local_max = fmaxf(local_max, dot);
     }
-    const float max_score = block_reduce(local_max, partial, true);  // also orders the score writes
-    float local_sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < n_keys; j += kThreads) {
-        const float e = expf(scores[j] - max_score);
-        scores[j] = e;
-        local_sum += e;
-    }
-    const float sum = block_reduce(local_sum, partial, false);
-    for (int64_t j = threadIdx.x; j < n_keys; j += kThreads) scores[j] /= sum;
-    __syncthreads();
+    block_softmax<kThreads>(scores, n_keys, local_max, partial);
     for (int d = threadIdx.x; d < hd; d += kThreads) {
         float o = 0.0f;
         for (int64_t j = 0; j < n_keys; ++j) o = fmaf(scores[j], vc[j * kv_width + kvh * hd + d], o);

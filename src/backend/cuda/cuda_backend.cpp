@@ -22,6 +22,7 @@ namespace {
 constexpr double kBytesPerGB = 1e9;
 constexpr double kBytesPerMB = 1e6;
 constexpr int kHeadDimBound = 512;                     // head_dim the attention smem check allows for
+constexpr int kMlaLatentBound = 1024;                  // kv_lora + rope_dim the MLA smem check allows for
 constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";  // comma-separated op names that fail on purpose
 
 float* dev(Tensor& t) {
@@ -105,7 +106,8 @@ std::string CudaBackend::stats() const {
 
 bool CudaBackend::supports(const OpDesc& d) const {
     if (!cuda_supports(d)) return false;
-    const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding || d.op == OpKind::rms_norm;
+    const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
+                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention;
     if (dense_weight && d.weight != nullptr && d.weight->device == nullptr) return false;  // left on the host
     if (d.op == OpKind::attention &&
         cuda::attention_smem_bytes(d.rows, kHeadDimBound) > ctx_->props.sharedMemPerBlockOptin)
@@ -284,9 +286,27 @@ void CudaBackend::slice_cols(const Tensor& x, int64_t c0, Tensor& out) {
         "slice_cols");
 }
 
-void CudaBackend::mla_attention(const Tensor&, const Tensor&, const Tensor&, const Weight&, KvCache&,
-                                const MlaShape&, int64_t, Tensor&) {
-    fail("cuda: mla_attention has no kernel yet (supports() declines it)");
+void CudaBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe,
+                                const Weight& w_kvb, KvCache& cache, const MlaShape& s, int64_t pos0,
+                                Tensor& out) {
+    fault_check(OpKind::mla_attention);
+    mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, out);
+    check(s.kv_lora <= kCudaMlaMaxLatent, "cuda mla_attention: kv_lora {} is wider than {}", s.kv_lora,
+          kCudaMlaMaxLatent);
+    for (const Tensor* t :
+         {&q, &latent, &k_pe, static_cast<const Tensor*>(&cache.k), static_cast<const Tensor*>(&cache.v)})
+        check_owner(*t, this, "mla_attention");
+    const int64_t n = q.rows();
+    cuda_check(cudaMemcpyAsync(dev(cache.k) + pos0 * s.kv_lora, dev(latent), latent.numel() * sizeof(float),
+                               cudaMemcpyDeviceToDevice, ctx_->compute),
+               "latent cache write");
+    cuda_check(cudaMemcpyAsync(dev(cache.v) + pos0 * s.rope_dim, dev(k_pe), k_pe.numel() * sizeof(float),
+                               cudaMemcpyDeviceToDevice, ctx_->compute),
+               "rope-key cache write");
+    cuda::Scratch<float> q_abs(ctx_, n * s.n_heads * s.kv_lora), mixed(ctx_, n * s.n_heads * s.kv_lora);
+    const cuda::MlaArgs a{s.n_heads, s.nope_dim, s.rope_dim, s.v_dim, s.kv_lora, s.scale};
+    cuda::mla_attention(dev(q), dev(cache.k), dev(cache.v), resident(w_kvb, "mla_attention"), n, pos0, a,
+                        q_abs.get(), mixed.get(), dev(out), ctx_->compute);
 }
 
 Routing CudaBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {

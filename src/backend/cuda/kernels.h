@@ -74,6 +74,18 @@ size_t attention_smem_bytes(int64_t n_keys, int head_dim);
 void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n, int64_t pos0,
                const AttentionArgs& a, float* out, cudaStream_t s);
 
+// Absorbed multi-head latent attention (backend.h mla_attention), any context length, kv_lora up to
+// kCudaMlaMaxLatent; the cache rows of the new tokens are already written. q_abs, mixed: scratch [n, n_heads,
+// kv_lora].       q: [n, H (dn + dr)]; out: [n, H dv]
+struct MlaArgs {
+    int n_heads, nope_dim, rope_dim, v_dim;  // MlaShape
+    int64_t kv_lora;
+    float scale;  // softmax scale
+};
+void mla_attention(const float* q, const float* latents, const float* rope_keys, const DeviceWeight& w_kvb,
+                   int64_t n, int64_t pos0, const MlaArgs& a, float* q_abs, float* mixed, float* out,
+                   cudaStream_t s);
+
 // Softmax over each row, top k (ties to the lower id), optionally renormalized.  logits: [n, n_experts]
 void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k, bool renormalize,
                         int32_t* ids, float* weights, cudaStream_t s);

@@ -19,4 +19,7 @@ inline constexpr int64_t kCudaAttentionMaxKeys = 200 * 1024 / 4;
 // The router kernel keeps one token's probabilities in shared memory.
 inline constexpr int64_t kCudaRouteMaxExperts = 16384;
 
+// Widest MLA latent (kv_lora_rank) the MLA kernel accumulates per block (DeepSeek, GLM, Kimi: 512).
+inline constexpr int64_t kCudaMlaMaxLatent = 1024;
+
 }  // namespace coli

@@ -20,7 +20,7 @@ bool cuda_supports(const OpDesc& d) {
         case OpKind::route_sigmoid_topk:  // the logits go to the host, where the routing is used
             return true;
         case OpKind::mla_attention:
-            return false;  // no kernel yet: runs on the CPU, counted
+            return true;  // any context (keys in tiles); kv_lora up to kCudaMlaMaxLatent
         case OpKind::count_:
             break;
     }
