@@ -15,6 +15,10 @@ Variants (vocab 256, hidden 64, 4 heads, kv_lora 32, rope 16, nope 32, v 24, 16 
 top-4, 1 shared expert, first layer dense, yarn factor 40 on an original context of 128):
   deepseek_v3        q_lora_rank 48 (q_a_proj / q_a_layernorm / q_b_proj), interleaved rope
   deepseek_v3_noq    q_lora_rank None (q_proj), rope_interleave False (half-split), norm_topk_prob False
+  deepseek_v3_fp8    as deepseek_v3, stored as the hub's block-FP8 checkpoints are (spec 9.4): every projection
+                     weight F8_E4M3 with a `<name>_scale_inv` F32 scale per 128 x 128 block (scale = block
+                     max / 448), quantization_config fp8; embeddings, norms, router and lm_head as they were.
+                     The oracle is the model whose projection weights are the dequantized fp8 * scale values.
 
 Every zero-initialised buffer (the router's e_score_correction_bias) and every norm weight is randomized, so
 that a missing one shows in the logits. Needs torch, transformers 5.x, safetensors. On the GPU machine:
@@ -25,6 +29,7 @@ that a missing one shows in the logits. Needs torch, transformers 5.x, safetenso
 import argparse
 import json
 import os
+import shutil
 import sys
 
 import torch
@@ -67,7 +72,12 @@ TINY = dict(
 VARIANTS = {
     "deepseek_v3": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True),
     "deepseek_v3_noq": dict(q_lora_rank=None, rope_interleave=False, norm_topk_prob=False),
+    "deepseek_v3_fp8": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True),
 }
+FP8_BLOCK = 128
+FP8_MAX = 448.0  # largest finite e4m3fn value
+PROJECTIONS = ("q_a_proj", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj",
+               "gate_proj", "up_proj", "down_proj")
 PROMPT_TOKENS = 12
 NEW_TOKENS = 8
 
@@ -85,6 +95,78 @@ def build(name, seed):
             if "norm" in n and n.endswith(".weight"):
                 p.uniform_(0.5, 1.5)
     return model
+
+
+def fp8_blocks(w):
+    """Block-FP8 encoding of a [rows, cols] weight: e4m3 codes and the f32 scale of each 128 x 128 block."""
+    rows, cols = w.shape
+    br, bc = -(-rows // FP8_BLOCK), -(-cols // FP8_BLOCK)
+    scales = torch.empty(br, bc, dtype=torch.float32)
+    codes = torch.empty(rows, cols, dtype=torch.float8_e4m3fn)
+    for i in range(br):
+        for j in range(bc):
+            blk = w[i * FP8_BLOCK:(i + 1) * FP8_BLOCK, j * FP8_BLOCK:(j + 1) * FP8_BLOCK]
+            s = blk.abs().max().clamp(min=1e-12) / FP8_MAX
+            scales[i, j] = s
+            codes[i * FP8_BLOCK:(i + 1) * FP8_BLOCK, j * FP8_BLOCK:(j + 1) * FP8_BLOCK] = (blk / s).to(torch.float8_e4m3fn)
+    return codes, scales
+
+
+def fp8_dequantize(codes, scales):
+    w = codes.float()
+    for i in range(scales.shape[0]):
+        for j in range(scales.shape[1]):
+            w[i * FP8_BLOCK:(i + 1) * FP8_BLOCK, j * FP8_BLOCK:(j + 1) * FP8_BLOCK] *= scales[i, j]
+    return w
+
+
+def fp8_roundtrip(model, workdir):
+    """The model whose projection weights are their block-FP8 round trip, and the FP8 encodings by checkpoint
+    name. Goes through save_pretrained / from_pretrained so that the per-expert names on disk (transformers
+    fuses experts in memory) are what gets quantized, as in the hub checkpoints."""
+    src, deq = os.path.join(workdir, "fp32"), os.path.join(workdir, "dequantized")
+    model.save_pretrained(src)
+    stored, tensors = {}, {}
+    with safe_open(os.path.join(src, "model.safetensors"), "pt") as f:
+        for n in f.keys():
+            t = f.get_tensor(n)
+            parts = n.split(".")
+            if len(parts) >= 2 and parts[-1] == "weight" and parts[-2] in PROJECTIONS and t.dim() == 2:
+                stored[n] = fp8_blocks(t.float())
+                t = fp8_dequantize(*stored[n])
+            tensors[n] = t.contiguous()
+    os.makedirs(deq, exist_ok=True)
+    save_file(tensors, os.path.join(deq, "model.safetensors"), metadata={"format": "pt"})
+    for extra in ("config.json", "generation_config.json"):
+        if os.path.exists(os.path.join(src, extra)):
+            with open(os.path.join(src, extra)) as fi, open(os.path.join(deq, extra), "w") as fo:
+                fo.write(fi.read())
+    rt = DeepseekV3ForCausalLM.from_pretrained(deq, dtype=torch.float32, attn_implementation="eager").eval()
+    return rt, stored
+
+
+def rewrite_as_fp8(vdir, stored):
+    """Rewrites model.safetensors in the hub's FP8 layout and adds quantization_config to config.json."""
+    path = os.path.join(vdir, "model.safetensors")
+    tensors = {}
+    with safe_open(path, "pt") as f:
+        for n in f.keys():
+            tensors[n] = f.get_tensor(n)
+    experts = [n for n in tensors if ".mlp.experts." in n]
+    for name, (codes, scales) in stored.items():
+        if name not in tensors:  # HF fuses experts in memory: map back to the per-expert names on disk
+            continue
+        tensors[name] = codes.contiguous()
+        tensors[name + "_scale_inv"] = scales.contiguous()
+    missing = [n for n in experts if n.endswith(".weight") and tensors[n].dtype != torch.float8_e4m3fn]
+    save_file(tensors, path, metadata={"format": "pt"})
+    with open(os.path.join(vdir, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                  "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+    with open(os.path.join(vdir, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+    return missing
 
 
 def greedy(model, ids, n):
@@ -106,6 +188,9 @@ def main():
     for i, name in enumerate(VARIANTS):
         print(f"== {name}")
         model = build(name, 1234 + i)
+        stored = None
+        if name.endswith("_fp8"):
+            model, stored = fp8_roundtrip(model, os.path.join(args.outdir, "_work_" + name))
         gen = torch.Generator().manual_seed(99 + i)
         ids = torch.randint(0, TINY["vocab_size"], (PROMPT_TOKENS,), generator=gen)
         with torch.no_grad():
@@ -127,23 +212,39 @@ def main():
         vdir = os.path.join(args.outdir, name)
         os.makedirs(vdir, exist_ok=True)
         model.save_pretrained(vdir)
+        if stored is not None:
+            missing = rewrite_as_fp8(vdir, stored)
+            print(f"  fp8: {len(stored)} projection weights stored as F8_E4M3 + _scale_inv; expert weights "
+                  f"not fp8: {missing}")
+            failures += bool(missing)
         tensors = {"input_ids": ids.contiguous(), "logits": logits.contiguous(), "greedy": g}
         for j, h in enumerate(hidden):
             tensors[f"hidden_{j}"] = h.contiguous()
         save_file(tensors, os.path.join(vdir, "oracle.safetensors"),
                   metadata={"variant": name, "transformers": transformers.__version__, "torch": torch.__version__})
-        reloaded = DeepseekV3ForCausalLM.from_pretrained(vdir, dtype=torch.float32,
-                                                         attn_implementation="eager").eval()
-        with torch.no_grad():
-            r = reloaded(input_ids=ids[None], use_cache=False).logits[0]
-        d = (r - logits).abs().max().item()
-        print(f"  reload max diff {d:.2e}; files {sorted(os.listdir(vdir))}")
-        failures += d > 1e-6
+        if stored is None:
+            reloaded = DeepseekV3ForCausalLM.from_pretrained(vdir, dtype=torch.float32,
+                                                             attn_implementation="eager").eval()
+            with torch.no_grad():
+                r = reloaded(input_ids=ids[None], use_cache=False).logits[0]
+            d = (r - logits).abs().max().item()
+            print(f"  reload max diff {d:.2e}; files {sorted(os.listdir(vdir))}")
+            failures += d > 1e-6
+        else:
+            # What the checkpoint holds decodes to the weights the oracle ran with.
+            with safe_open(os.path.join(vdir, "model.safetensors"), "pt") as f:
+                worst = max((fp8_dequantize(f.get_tensor(n), f.get_tensor(n + "_scale_inv")) -
+                             fp8_dequantize(*stored[n])).abs().max().item() for n in stored)
+            print(f"  fp8 checkpoint decodes to the oracle's weights: max diff {worst:.1e}")
+            failures += worst > 0
         with safe_open(os.path.join(vdir, "model.safetensors"), "pt") as f:
             names = sorted(f.keys())
         print(f"  {len(names)} tensors:", [n for n in names if "layers.1." in n or "layers" not in n])
         with open(os.path.join(vdir, "config.json")) as f:
             print("  config:", json.dumps(json.load(f), sort_keys=True)[:2000])
+    for n in os.listdir(args.outdir):
+        if n.startswith("_work_"):
+            shutil.rmtree(os.path.join(args.outdir, n))
     sys.exit(1 if failures else 0)
 
 

@@ -2,6 +2,7 @@
 // (q and kv LoRA, one rope key shared by all heads, YaRN), the first layers dense, then MoE layers with a
 // sigmoid router (selection bias, group-limited choice, routed scaling) over SwiGLU experts plus shared
 // experts. The cache keeps the compressed latent and the rope key: kv_lora + rope_dim floats per token.
+// Weights as stored: bf16/f32, or block FP8 (F8_E4M3 + weight_scale_inv, read in place).
 #include <cmath>
 #include <memory>
 
@@ -146,12 +147,10 @@ public:
         lm_head_ = load.matrix("lm_head.weight");
         load.finish();
 
-        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [this](int layer, int e) {
+        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [this, &ckpt](int layer, int e) {
                                 if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
-                                const std::string p =
-                                    fmt::format("model.layers.{}.mlp.experts.{}.", layer, e);
-                                return std::vector<std::string>{p + "gate_proj.weight", p + "up_proj.weight",
-                                                                p + "down_proj.weight"};
+                                return swiglu_expert_tensors(
+                                    ckpt, fmt::format("model.layers.{}.mlp.experts.{}.", layer, e));
                             }};
         store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
         summarize(ckpt, load);
@@ -243,9 +242,7 @@ private:
                     if (cfg_.is_moe(next))
                         return moe_prefetch(ops_, *store_, next, layers_[next].router, x2, cfg_.top_k);
             };
-            y = moe_routed(
-                ops_, *store_, l, x2, r, [](const ExpertHandle& e) { return expert_weights(e); },
-                prefetch_next);
+            y = moe_routed(ops_, *store_, l, x2, r, swiglu_expert_weights, prefetch_next);
         }
         if (w.has_mlp) ops_.moe_experts({&w.mlp, 1}, every_token(n, w.mlp.id), x2, y);
         return ops_.add(h1, y);
@@ -254,11 +251,6 @@ private:
     // Routing that sends every token to one expert with weight 1: dense MLPs and shared experts.
     static Routing every_token(int64_t n, int32_t id) {
         return {n, 1, std::vector<int32_t>(n, id), std::vector<float>(n, 1.0f)};
-    }
-
-    static ExpertWeights expert_weights(const ExpertHandle& e) {
-        return {e.expert(), weight_view_of(e.part_info(0), e.part(0)),
-                weight_view_of(e.part_info(1), e.part(1)), weight_view_of(e.part_info(2), e.part(2))};
     }
 
     void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
@@ -311,7 +303,7 @@ private:
 std::vector<OpUse> deepseek_v3_ops() {
     constexpr int64_t kDModel = 7168, kDExpert = 2048, kVocab = 129280, kExperts = 256, kCtx = 163840;
     constexpr int64_t kHeads = 128, kKvLora = 512, kRope = 64, kNope = 128;
-    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16};
+    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16, Format::fp8_e4m3_block};
     std::vector<Format> dense = stored;
     dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
     return {

@@ -88,11 +88,9 @@ public:
         lm_head_ = load.matrix("lm_head.weight");
         load.finish();
 
-        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [](int layer, int e) {
-                                const std::string p =
-                                    fmt::format("model.layers.{}.mlp.experts.{}.", layer, e);
-                                return std::vector<std::string>{p + "gate_proj.weight", p + "up_proj.weight",
-                                                                p + "down_proj.weight"};
+        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [&ckpt](int layer, int e) {
+                                return swiglu_expert_tensors(
+                                    ckpt, fmt::format("model.layers.{}.mlp.experts.{}.", layer, e));
                             }};
         store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
         summarize(ckpt, load);
@@ -148,16 +146,8 @@ private:
             if (l + 1 < cfg_.n_layers)
                 moe_prefetch(ops_, *store_, l + 1, layers_[l + 1].router, x2, cfg_.top_k);
         };
-        Tensor y = moe_routed(
-            ops_, *store_, l, x2, r, [](const ExpertHandle& e) { return expert_weights(e); }, prefetch_next);
+        Tensor y = moe_routed(ops_, *store_, l, x2, r, swiglu_expert_weights, prefetch_next);
         return ops_.add(h1, y);
-    }
-
-    // Host views of the cached expert: moe_experts takes them as they are (a device backend keeps its own
-    // tier keyed by (layer, id), which moe_routed sets).
-    static ExpertWeights expert_weights(const ExpertHandle& e) {
-        return {e.expert(), weight_view_of(e.part_info(0), e.part(0)),
-                weight_view_of(e.part_info(1), e.part(1)), weight_view_of(e.part_info(2), e.part(2))};
     }
 
     void summarize(const Checkpoint& ckpt, const WeightLoader& load) {

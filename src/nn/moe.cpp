@@ -4,7 +4,32 @@
 #include <set>
 #include <vector>
 
+#include "core/error.h"
+#include "nn/weights.h"
+
 namespace coli {
+
+std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix) {
+    std::vector<std::string> names;
+    for (const char* proj : {"gate_proj.weight", "up_proj.weight", "down_proj.weight"}) {
+        names.push_back(prefix + proj);
+        if (ckpt.find(scale_name_of(names.back())) != nullptr) names.push_back(scale_name_of(names.back()));
+    }
+    return names;
+}
+
+ExpertWeights swiglu_expert_weights(const ExpertHandle& e) {
+    const size_t n = e.part_count();
+    check(n == 3 || n == 6, "expert {} of layer {}: {} tensors, expected 3 (or 6 with block scales)",
+          e.expert(), e.layer(), n);
+    const size_t step = n / 3;  // 2: each weight is followed by its scales
+    auto view = [&](size_t i) {
+        const size_t p = i * step;
+        return step == 1 ? weight_view_of(e.part_info(p), e.part(p))
+                         : weight_view_of(e.part_info(p), e.part(p), &e.part_info(p + 1), e.part(p + 1));
+    };
+    return {e.expert(), view(0), view(1), view(2)};
+}
 
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
                   const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch) {

@@ -13,6 +13,12 @@ namespace coli {
 // Turns a cached expert's tensors (in the order the model gave ExpertLayout) into SwiGLU weights.
 using ExpertWeightsOf = std::function<ExpertWeights(const ExpertHandle&)>;
 
+// The tensors of one routed SwiGLU expert under `prefix` ("model.layers.3.mlp.experts.7."): the gate, up and
+// down weights, each followed by its block scales when the checkpoint stores them (FP8).
+std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix);
+// SwiGLU weights from a cached expert whose parts follow swiglu_expert_tensors.
+ExpertWeights swiglu_expert_weights(const ExpertHandle& e);
+
 // y = sum over each token's routed experts of weight * expert(x), in ascending expert id per token.
 // Experts are fetched in groups that fit the store's budget; the next group's reads are issued before
 // the current group runs, so disk and compute overlap.              x: [n, d_model]; returns [n, d_model]

@@ -3,6 +3,8 @@
 #include <memory>
 #include <vector>
 
+#include <fmt/ranges.h>
+
 #include "core/error.h"
 
 namespace coli {
@@ -20,14 +22,33 @@ Format format_of_dtype(const TensorInfo& t) {
     }
 }
 
-Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes) {
+Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale,
+                      std::span<const uint8_t> scale_bytes) {
     check(!t.shape.empty(), "tensor {} is a scalar, expected a matrix or vector", t.name);
     int64_t cols = 1;
     for (size_t i = 1; i < t.shape.size(); ++i) cols *= t.shape[i];
     Weight w;
+    if (t.dtype == DType::f8_e4m3) {
+        // Block FP8 (DeepSeek, GLM): e4m3 codes and an f32 scale per 128 x 128 block, used in place.
+        check(scale != nullptr, "tensor {} is F8_E4M3 without its {}_scale_inv block scales", t.name, t.name);
+        const int64_t rows = t.shape[0];
+        const std::vector<int64_t> want = {(rows + kFp8Block - 1) / kFp8Block,
+                                           (cols + kFp8Block - 1) / kFp8Block};
+        check(scale->dtype == DType::f32 && scale->shape == want,
+              "{}: scales {} {}, expected F32 [{}, {}] (one per {} x {} block)", scale->name,
+              dtype_name(scale->dtype), fmt::join(scale->shape, "x"), want[0], want[1], kFp8Block, kFp8Block);
+        w.host = WeightView{Format::fp8_e4m3_block, rows, cols, bytes.data(), scale_bytes.data()};
+        return w;
+    }
+    check(scale == nullptr, "tensor {} ({}) has block scales, which only F8_E4M3 weights take", t.name,
+          dtype_name(t.dtype));
     w.host = WeightView{format_of_dtype(t), t.shape[0], cols, bytes.data(), nullptr};
     if (t.shape.size() == 1) w.host.rows = 1, w.host.cols = t.shape[0];
     return w;
+}
+
+std::string scale_name_of(const std::string& weight_name) {
+    return weight_name + "_scale_inv";
 }
 
 WeightLoader::WeightLoader(const Checkpoint& ckpt, Ops& ops, int dense_bits)
@@ -70,7 +91,9 @@ std::span<const uint8_t> WeightLoader::stored(const TensorInfo& t) {
 
 Weight WeightLoader::matrix(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
-    Weight w = weight_view_of(t, stored(t));
+    const TensorInfo* scale = t.dtype == DType::f8_e4m3 ? ckpt_.find(scale_name_of(name)) : nullptr;
+    const std::span<const uint8_t> codes = stored(t);
+    Weight w = weight_view_of(t, codes, scale, scale ? stored(*scale) : std::span<const uint8_t>{});
     if (dense_bits_ != 0) {
         const Format target = dense_bits_ == 8 ? Format::int8_row : Format::int4_g64;
         const bool fits = target != Format::int4_g64 || w.cols() % kInt4Group == 0;

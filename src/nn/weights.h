@@ -17,7 +17,12 @@ namespace coli {
 Format format_of_dtype(const TensorInfo& t);
 
 // A host weight viewing `bytes` (a tensor's stored bytes), as [rows, cols] = shape[0], product(rest).
-Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes);
+// A host view of a stored tensor's bytes. F8_E4M3 weights come with their block scales (the
+// `<name>_scale_inv` tensor, scale_name_of) and read as fp8_e4m3_block, in place.
+Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale = nullptr,
+                      std::span<const uint8_t> scale_bytes = {});
+// "...weight" -> "...weight_scale_inv": where block-FP8 checkpoints keep a weight's scales.
+std::string scale_name_of(const std::string& weight_name);
 
 class WeightLoader {
 public:
