@@ -15,6 +15,10 @@ Variants (vocab 256, hidden 64, 4 heads, kv_lora 32, rope 16, nope 32, v 24, 16 
 top-4, 1 shared expert, first layer dense, yarn factor 40 on an original context of 128):
   deepseek_v3        q_lora_rank 48 (q_a_proj / q_a_layernorm / q_b_proj), interleaved rope
   deepseek_v3_noq    q_lora_rank None (q_proj), rope_interleave False (half-split), norm_topk_prob False
+  deepseek_v32       DeepseekV32ForCausalLM: DSA with index_topk 4 < the 12-token prompt (really sparse), 16
+                     indexer heads of 32, half-split indexer rope
+  glm_moe_dsa        GlmMoeDsaForCausalLM: 4 layers, indexer_types full/full/shared/full (GLM-5.2 IndexShare),
+                     interleaved indexer rope, default rope theta 1e6, no group routing
   deepseek_v3_fp8    as deepseek_v3, stored as the hub's block-FP8 checkpoints are (spec 9.4): every projection
                      weight F8_E4M3 with a `<name>_scale_inv` F32 scale per 128 x 128 block (scale = block
                      max / 448), quantization_config fp8; embeddings, norms, router and lm_head as they were.
@@ -23,7 +27,10 @@ top-4, 1 shared expert, first layer dense, yarn factor 40 on an original context
 Every zero-initialised buffer (the router's e_score_correction_bias) and every norm weight is randomized, so
 that a missing one shows in the logits. Needs torch, transformers 5.x, safetensors. On the GPU machine:
 
-  python3 tools/make_deepseek_oracles.py /tmp/oracles && tar czf $OUT/oracles.tgz -C /tmp/oracles .
+  python3 tools/make_deepseek_oracles.py /tmp/oracles [VARIANT...] && tar czf $OUT/oracles.tgz -C /tmp/oracles .
+
+Top-k selections (routing, DSA) are discontinuous: the script reports the smallest gap at any top-k boundary
+of the forward and fails on a tie, which torch.topk would break in an order of its own.
 """
 
 import argparse
@@ -36,7 +43,8 @@ import torch
 import transformers
 from safetensors import safe_open
 from safetensors.torch import save_file
-from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+from transformers import (DeepseekV3Config, DeepseekV3ForCausalLM, DeepseekV32Config, DeepseekV32ForCausalLM,
+                          GlmMoeDsaConfig, GlmMoeDsaForCausalLM)
 
 TINY = dict(
     vocab_size=256,
@@ -73,6 +81,19 @@ VARIANTS = {
     "deepseek_v3": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True),
     "deepseek_v3_noq": dict(q_lora_rank=None, rope_interleave=False, norm_topk_prob=False),
     "deepseek_v3_fp8": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True),
+    # DSA: index_topk 4 < the 12-token prompt, so the selection is really sparse.
+    # 16 indexer heads: a key scores exactly 0 only when every head's ReLU is 0, so ties at the top-k
+    # boundary (which torch.topk breaks in its own order) become rare; check_topk_ties verifies there are none.
+    "deepseek_v32": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True, index_topk=4,
+                         index_head_dim=32, index_n_heads=16),
+    "glm_moe_dsa": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True, index_topk=4,
+                        index_head_dim=32, index_n_heads=16, qk_nope_head_dim=24, v_head_dim=32,
+                        num_hidden_layers=4, indexer_types=["full", "full", "shared", "full"], n_group=1,
+                        topk_group=1, rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+}
+CLASSES = {
+    "deepseek_v32": (DeepseekV32Config, DeepseekV32ForCausalLM),
+    "glm_moe_dsa": (GlmMoeDsaConfig, GlmMoeDsaForCausalLM),
 }
 FP8_BLOCK = 128
 FP8_MAX = 448.0  # largest finite e4m3fn value
@@ -82,18 +103,22 @@ PROMPT_TOKENS = 12
 NEW_TOKENS = 8
 
 
+def classes(name):
+    return CLASSES.get(name, (DeepseekV3Config, DeepseekV3ForCausalLM))
+
+
 def build(name, seed):
     torch.manual_seed(seed)
-    cfg = DeepseekV3Config(**TINY, **VARIANTS[name])
+    config_class, model_class = classes(name)
+    cfg = config_class(**{**TINY, **VARIANTS[name]})
     cfg._attn_implementation = "eager"
-    model = DeepseekV3ForCausalLM(cfg).float().eval()
+    model = model_class(cfg).float().eval()
     with torch.no_grad():
-        for n, b in model.named_buffers():
-            if n.endswith("e_score_correction_bias"):
+        for n, b in list(model.named_buffers()) + list(model.named_parameters()):
+            if n.endswith("e_score_correction_bias") or (n.endswith(".bias") and "norm" in n):
                 b.normal_(0, 0.1)
-        for n, p in model.named_parameters():
-            if "norm" in n and n.endswith(".weight"):
-                p.uniform_(0.5, 1.5)
+            elif "norm" in n and n.endswith(".weight"):
+                b.uniform_(0.5, 1.5)
     return model
 
 
@@ -169,6 +194,31 @@ def rewrite_as_fp8(vdir, stored):
     return missing
 
 
+class TopkTies:
+    """Records, for every torch topk the model calls, the gap between the k-th and the (k+1)-th largest of the
+    finite (unmasked) values: 0 means a tie that torch breaks in an order of its own."""
+
+    def __enter__(self):
+        self.min_gap = float("inf")
+        self.original = torch.Tensor.topk
+        ties = self
+
+        def topk(t, k, *args, **kwargs):
+            v = t.detach().float().reshape(-1, t.shape[-1])
+            visible = v > torch.finfo(torch.float32).min / 2
+            for row, ok in zip(v, visible):
+                r = row[ok].sort(descending=True).values
+                if r.numel() > k:
+                    ties.min_gap = min(ties.min_gap, float(r[k - 1] - r[k]))
+            return ties.original(t, k, *args, **kwargs)
+
+        torch.Tensor.topk = topk
+        return self
+
+    def __exit__(self, *exc):
+        torch.Tensor.topk = self.original
+
+
 def greedy(model, ids, n):
     seq = ids.clone()
     out = []
@@ -183,9 +233,13 @@ def greedy(model, ids, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
+    ap.add_argument("variants", nargs="*", help="only these variants (default: all)")
     args = ap.parse_args()
     failures = 0
+    only = set(args.variants)
     for i, name in enumerate(VARIANTS):
+        if only and name not in only:
+            continue
         print(f"== {name}")
         model = build(name, 1234 + i)
         stored = None
@@ -193,9 +247,11 @@ def main():
             model, stored = fp8_roundtrip(model, os.path.join(args.outdir, "_work_" + name))
         gen = torch.Generator().manual_seed(99 + i)
         ids = torch.randint(0, TINY["vocab_size"], (PROMPT_TOKENS,), generator=gen)
-        with torch.no_grad():
+        with torch.no_grad(), TopkTies() as ties:
             out = model(input_ids=ids[None], output_hidden_states=True, use_cache=False)
         logits = out.logits[0].float()
+        print(f"  smallest gap at a top-k boundary (routing, DSA): {ties.min_gap:.2e}")
+        failures += ties.min_gap <= 0
         hidden = [h[0].float() for h in out.hidden_states]
         top2 = torch.topk(logits, 2, dim=-1)
         print(f"  max|logit| {logits.abs().max():.4f}; min top1-top2 margin "
@@ -223,8 +279,8 @@ def main():
         save_file(tensors, os.path.join(vdir, "oracle.safetensors"),
                   metadata={"variant": name, "transformers": transformers.__version__, "torch": torch.__version__})
         if stored is None:
-            reloaded = DeepseekV3ForCausalLM.from_pretrained(vdir, dtype=torch.float32,
-                                                             attn_implementation="eager").eval()
+            reloaded = classes(name)[1].from_pretrained(vdir, dtype=torch.float32,
+                                                        attn_implementation="eager").eval()
             with torch.no_grad():
                 r = reloaded(input_ids=ids[None], use_cache=False).logits[0]
             d = (r - logits).abs().max().item()
@@ -239,7 +295,8 @@ def main():
             failures += worst > 0
         with safe_open(os.path.join(vdir, "model.safetensors"), "pt") as f:
             names = sorted(f.keys())
-        print(f"  {len(names)} tensors:", [n for n in names if "layers.1." in n or "layers" not in n])
+        print(f"  {len(names)} tensors:", [n for n in names if ("layers.1." in n or "layers.2." in n or
+                                                              "layers" not in n) and ".experts." not in n])
         with open(os.path.join(vdir, "config.json")) as f:
             print("  config:", json.dumps(json.load(f), sort_keys=True)[:2000])
     for n in os.listdir(args.outdir):

@@ -11,9 +11,13 @@ namespace coli {
 
 std::string_view op_name(OpKind op) {
     static constexpr std::array<std::string_view, static_cast<size_t>(OpKind::count_)> kNames = {
-        "embedding", "rms_norm",           "matmul",      "add",        "clamp",         "rope",
-        "attention", "route_softmax_topk", "moe_experts", "slice_cols", "mla_attention", "route_sigmoid_topk",
+        "embedding",   "rms_norm",   "matmul",        "add",
+        "clamp",       "rope",       "attention",     "route_softmax_topk",
+        "moe_experts", "slice_cols", "mla_attention", "route_sigmoid_topk",
+        "layer_norm",  "dsa_select",
     };
+    static_assert(std::ranges::none_of(kNames, [](std::string_view n) { return n.empty(); }),
+                  "every op needs a name");
     return kNames[static_cast<size_t>(op)];
 }
 
@@ -39,7 +43,8 @@ void attention_args_check(const Tensor& q, const Tensor& k, const Tensor& v, con
 }
 
 void mla_args_check(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
-                    const KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor& out) {
+                    const KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
+                    const Tensor& out) {
     const int64_t n = q.rows(), h = s.n_heads;
     check(h > 0 && s.nope_dim > 0 && s.rope_dim > 0 && s.v_dim > 0 && s.kv_lora > 0,
           "mla_attention: sizes must be positive");
@@ -54,6 +59,31 @@ void mla_args_check(const Tensor& q, const Tensor& latent, const Tensor& k_pe, c
     check_shape(cache.v, cache.k.rows(), s.rope_dim, "mla_attention rope-key cache");
     check(pos0 + n <= cache.k.rows(), "context full: {} tokens do not fit in a cache of {}", pos0 + n,
           cache.k.rows());
+    check(selection == nullptr || (selection->rows() == n && selection->cols() > 0),
+          "mla_attention: the selection has {} rows for {} queries", selection ? selection->rows() : 0, n);
+}
+
+void dsa_args_check(const Tensor& q, const Tensor& weights, const Tensor& k, const Tensor& cache,
+                    const DsaShape& s, int64_t pos0, const Tensor& out) {
+    const int64_t n = q.rows();
+    check(s.n_heads > 0 && s.head_dim > 0 && s.top_k > 0, "dsa_select: sizes must be positive");
+    check_shape(q, n, int64_t{s.n_heads} * s.head_dim, "dsa_select q");
+    check_shape(weights, n, s.n_heads, "dsa_select weights");
+    check_shape(k, n, s.head_dim, "dsa_select k");
+    check_shape(cache, cache.rows(), s.head_dim, "dsa_select key cache");
+    check_shape(out, n, s.top_k, "dsa_select out");
+    check(pos0 + n <= cache.rows(), "context full: {} tokens do not fit in a cache of {}", pos0 + n,
+          cache.rows());
+}
+
+void dsa_topk_row(const float* scores, int64_t visible, int top_k, float* out) {
+    std::vector<int64_t> order(visible);
+    for (int64_t s = 0; s < visible; ++s) order[s] = s;
+    const int64_t keep = std::min<int64_t>(top_k, visible);
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int64_t a, int64_t b) {
+        return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+    });
+    for (int j = 0; j < top_k; ++j) out[j] = j < keep ? static_cast<float>(order[j]) : -1.0f;
 }
 
 void rope_args_check(const Tensor& x, const RopeParams& p) {

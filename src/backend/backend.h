@@ -27,6 +27,8 @@ enum class OpKind : uint8_t {
     slice_cols,
     mla_attention,
     route_sigmoid_topk,
+    layer_norm,
+    dsa_select,
     count_  // number of ops
 };
 std::string_view op_name(OpKind op);
@@ -47,9 +49,16 @@ void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what);
 // The shapes of an attention call (see Backend::attention), and that the new rows fit in the cache.
 void attention_args_check(const Tensor& q, const Tensor& k, const Tensor& v, const KvCache& cache,
                           const AttentionShape& s, int64_t pos0, const Tensor& out);
-// The same for mla_attention.
+// The same for mla_attention (selection: null, or [n, top_k] key positions).
 void mla_args_check(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
-                    const KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor& out);
+                    const KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
+                    const Tensor& out);
+// The same for dsa_select.
+void dsa_args_check(const Tensor& q, const Tensor& weights, const Tensor& k, const Tensor& cache,
+                    const DsaShape& s, int64_t pos0, const Tensor& out);
+// The top_k positions of the largest scores among positions [0, visible) (ties to the lower position), as
+// floats, padded with -1 when visible < top_k: dsa_select's selection rule, shared by every backend.
+void dsa_topk_row(const float* scores, int64_t visible, int top_k, float* out);
 // Checks the rope parameters against x's width.
 void rope_args_check(const Tensor& x, const RopeParams& p);
 // The inverse frequencies every backend rotates with, in f32 as transformers computes them:
@@ -103,16 +112,28 @@ public:
     // out = columns [c0, c0 + out.cols) of x.                               x: [n, *]; out: [n, width]
     virtual void slice_cols(const Tensor& x, int64_t c0, Tensor& out) = 0;
     // Multi-head latent attention, absorbed form (spec 2.2). Writes latent and k_pe into rows [pos0, pos0 +
-    // n) of the cache (k: latents, v: rope keys), then for query i and head h, over cache rows s <= pos0 + i:
+    // n) of the cache (k: latents, v: rope keys), then for query i and head h, over cache rows s <= pos0 + i
+    // (only those listed in row i of selection when it is given: DSA):
     //   score(s) = scale (q_nope_h W_UK[h] . latent(s) + q_pe_h . k_pe(s)),  o_h = W_UV[h] sum_s p(s)
     //   latent(s)
     // with W_UK[h], W_UV[h] the rows [h (dn + dv), + dn) and [h (dn + dv) + dn, + dv) of w_kvb.
     //   q: [n, H (dn + dr)] (nope then rope dims per head, rope applied); latent: [n, kv_lora] (normed);
-    //   k_pe: [n, dr] (rope applied); w_kvb: [H (dn + dv), kv_lora]; out: [n, H dv]
+    //   k_pe: [n, dr] (rope applied); w_kvb: [H (dn + dv), kv_lora]; out: [n, H dv];
+    //   selection: [n, top_k] key positions as floats, -1 for none
     virtual void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
-                               KvCache& cache, const MlaShape& s, int64_t pos0, Tensor& out) = 0;
+                               KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
+                               Tensor& out) = 0;
     // route_sigmoid_host of logits [n, n_experts], with bias [1, n_experts]. Result on the host.
     virtual Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) = 0;
+    // out = (x - mean) / sqrt(var + eps) * w + b per row, in f32.          x, out: [n, d]; w, b: [1, d]
+    virtual void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) = 0;
+    // DSA lightning indexer (spec 3): writes k into rows [pos0, pos0 + n) of cache, then for query i scores
+    // every key s <= pos0 + i as I(s) = weight_scale sum_h weights[i][h] relu(scale q_h(i) . cache(s)) and
+    // writes the top_k positions (dsa_topk_row) into row i of out.
+    //   q: [n, n_heads head_dim]; weights: [n, n_heads]; k: [n, head_dim]; cache: [max_ctx, head_dim];
+    //   out: [n, top_k]
+    virtual void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
+                            const DsaShape& s, int64_t pos0, Tensor& out) = 0;
 };
 
 }  // namespace coli

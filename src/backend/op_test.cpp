@@ -376,24 +376,84 @@ public:
                                          k_pe = random_floats(s.n * m.rope_dim, ++seed),
                                          lc = random_floats(s.ctx * m.kv_lora, ++seed),
                                          kc = random_floats(s.ctx * m.rope_dim, ++seed);
-                check_same({OpKind::mla_attention, f, s.ctx, qw, s.n, &wb},
-                           fmt::format("H={} nope={} rope={} v={} lora={} n={} pos={}", m.n_heads, m.nope_dim,
-                                       m.rope_dim, m.v_dim, m.kv_lora, s.n, s.pos0),
-                           kOpTolDot, [&](Backend& b) {
-                               KvCache cache{tensor_on(b, s.ctx, m.kv_lora, lc),
-                                             tensor_on(b, s.ctx, m.rope_dim, kc)};
-                               Tensor out = b.tensor_new(s.n, int64_t{m.n_heads} * m.v_dim);
-                               b.mla_attention(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.kv_lora, latent),
-                                               tensor_on(b, s.n, m.rope_dim, k_pe), &b == &b_ ? wb : w, cache,
-                                               m, s.pos0, out);
-                               std::vector<float> all = tensor_host(b, out);  // and the cache rows it wrote
-                               for (const Tensor* t : {&cache.k, &cache.v}) {
-                                   const std::vector<float> c = tensor_host(b, *t);
-                                   all.insert(all.end(), c.begin(), c.end());
-                               }
-                               return all;
-                           });
+                // DSA-style selection: every third visible key, the row padded with -1.
+                constexpr int kPicked = 6;
+                std::vector<float> picks(s.n * kPicked, -1.0f);
+                for (int64_t i = 0; i < s.n; ++i)
+                    for (int j = 0; j < kPicked && 3 * j <= s.pos0 + i; ++j)
+                        picks[i * kPicked + j] = 3.0f * j;
+                for (bool sparse : {false, true})
+                    check_same(
+                        {OpKind::mla_attention, f, s.ctx, qw, s.n, &wb},
+                        fmt::format("H={} nope={} rope={} v={} lora={} n={} pos={}{}", m.n_heads, m.nope_dim,
+                                    m.rope_dim, m.v_dim, m.kv_lora, s.n, s.pos0, sparse ? " selected" : ""),
+                        kOpTolDot, [&](Backend& b) {
+                            const Tensor sel = tensor_on(b, s.n, kPicked, picks);
+                            KvCache cache{tensor_on(b, s.ctx, m.kv_lora, lc),
+                                          tensor_on(b, s.ctx, m.rope_dim, kc)};
+                            Tensor out = b.tensor_new(s.n, int64_t{m.n_heads} * m.v_dim);
+                            b.mla_attention(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.kv_lora, latent),
+                                            tensor_on(b, s.n, m.rope_dim, k_pe), &b == &b_ ? wb : w, cache, m,
+                                            s.pos0, sparse ? &sel : nullptr, out);
+                            std::vector<float> all = tensor_host(b, out);  // and the cache rows it wrote
+                            for (const Tensor* t : {&cache.k, &cache.v}) {
+                                const std::vector<float> c = tensor_host(b, *t);
+                                all.insert(all.end(), c.begin(), c.end());
+                            }
+                            return all;
+                        });
             }
+        }
+    }
+
+    void layer_norm_cases() {
+        uint32_t seed = 1200;
+        for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 128}, {6, 100}}) {
+            auto gb = std::make_shared<std::vector<float>>(random_floats(2 * d, ++seed));
+            const Weight w{WeightView{Format::f32, 1, d, gb->data(), nullptr}, nullptr, gb};
+            const Weight bias{WeightView{Format::f32, 1, d, gb->data() + d, nullptr}, nullptr, gb};
+            const Weight wb = b_.weight_upload(w), bb = b_.weight_upload(bias);
+            const std::vector<float> x = random_floats(n * d, ++seed, 3.0f);
+            check_same({OpKind::layer_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
+                       kOpTolRowReduce, [&](Backend& b) {
+                           Tensor out = b.tensor_new(n, d);
+                           b.layer_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, &b == &b_ ? bb : bias,
+                                        1e-6f, out);
+                           return tensor_host(b, out);
+                       });
+        }
+    }
+
+    void dsa_cases() {
+        uint32_t seed = 1300;
+        struct S {
+            DsaShape shape;
+            int64_t n, pos0, ctx;
+        };
+        // Fewer visible keys than top_k (padded), decode after a prefix, prefill.
+        const S cases[] = {{{4, 32, 8, 0.17f, 0.5f}, 3, 0, 8},
+                           {{4, 32, 8, 0.17f, 0.5f}, 1, 40, 64},
+                           {{2, 64, 16, 0.125f, 0.7f}, 12, 20, 40}};
+        for (const S& s : cases) {
+            const DsaShape& m = s.shape;
+            const int64_t qw = int64_t{m.n_heads} * m.head_dim;
+            const std::vector<float> q = random_floats(s.n * qw, ++seed),
+                                     w = random_floats(s.n * m.n_heads, ++seed),
+                                     k = random_floats(s.n * m.head_dim, ++seed),
+                                     kc = random_floats(s.ctx * m.head_dim, ++seed);
+            check_same(
+                {OpKind::dsa_select, Format::f32, s.ctx, qw, s.n},
+                fmt::format("H={} d={} top={} n={} pos={}", m.n_heads, m.head_dim, m.top_k, s.n, s.pos0),
+                kOpTolExact, [&](Backend& b) {
+                    Tensor cache = tensor_on(b, s.ctx, m.head_dim, kc);
+                    Tensor out = b.tensor_new(s.n, m.top_k);
+                    b.dsa_select(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.n_heads, w),
+                                 tensor_on(b, s.n, m.head_dim, k), cache, m, s.pos0, out);
+                    std::vector<float> all = tensor_host(b, out);  // and the key rows it wrote
+                    const std::vector<float> c = tensor_host(b, cache);
+                    all.insert(all.end(), c.begin(), c.end());
+                    return all;
+                });
         }
     }
 
@@ -418,6 +478,8 @@ std::vector<OpCheck> op_test_backend(Backend& b, Backend& reference) {
     g.slice_cases();
     g.sigmoid_route_cases();
     g.mla_cases();
+    g.layer_norm_cases();
+    g.dsa_cases();
     return g.take();
 }
 

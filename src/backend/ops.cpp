@@ -239,18 +239,20 @@ Tensor Ops::slice_cols(const Tensor& x, int64_t c0, int64_t width) {
 }
 
 Tensor Ops::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
-                          KvCache& cache, const MlaShape& s, int64_t pos0) {
+                          KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection) {
     const int64_t width = static_cast<int64_t>(s.n_heads) * s.v_dim;
     Tensor out;
     if (ran_native({OpKind::mla_attention, w_kvb.format(), cache.k.rows(), q.cols(), q.rows(), &w_kvb}, [&] {
             out = primary_.tensor_new(q.rows(), width);
-            primary_.mla_attention(q, latent, k_pe, w_kvb, cache, s, pos0, out);
+            primary_.mla_attention(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
         }))
         return out;
     // The cache lives on the primary backend: bring it over, run, and send the new rows back.
     KvCache host{to(cpu_, cache.k), to(cpu_, cache.v)};
+    const Tensor host_selection = selection ? to(cpu_, *selection) : Tensor{};
     out = cpu_.tensor_new(q.rows(), width);
-    cpu_.mla_attention(to(cpu_, q), to(cpu_, latent), to(cpu_, k_pe), w_kvb, host, s, pos0, out);
+    cpu_.mla_attention(to(cpu_, q), to(cpu_, latent), to(cpu_, k_pe), w_kvb, host, s, pos0,
+                       selection ? &host_selection : nullptr, out);
     write_back(cache.k, host.k);
     write_back(cache.v, host.v);
     return to(primary_, out);
@@ -262,6 +264,34 @@ Routing Ops::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const 
                    [&] { r = primary_.route_sigmoid_topk(logits, bias, p); }))
         return r;
     return cpu_.route_sigmoid_topk(to(cpu_, logits), bias, p);
+}
+
+Tensor Ops::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps) {
+    Tensor out;
+    if (ran_native({OpKind::layer_norm, w.format(), x.rows(), x.cols(), x.rows(), &w}, [&] {
+            out = primary_.tensor_new(x.rows(), x.cols());
+            primary_.layer_norm(x, w, b, eps, out);
+        }))
+        return out;
+    out = cpu_.tensor_new(x.rows(), x.cols());
+    cpu_.layer_norm(to(cpu_, x), w, b, eps, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
+                       const DsaShape& s, int64_t pos0) {
+    Tensor out;
+    if (ran_native({OpKind::dsa_select, Format::f32, cache.rows(), q.cols(), q.rows()}, [&] {
+            out = primary_.tensor_new(q.rows(), s.top_k);
+            primary_.dsa_select(q, weights, k, cache, s, pos0, out);
+        }))
+        return out;
+    // The key cache lives on the primary backend: bring it over, run, and send the new rows back.
+    Tensor host = to(cpu_, cache);
+    out = cpu_.tensor_new(q.rows(), s.top_k);
+    cpu_.dsa_select(to(cpu_, q), to(cpu_, weights), to(cpu_, k), host, s, pos0, out);
+    write_back(cache, host);
+    return to(primary_, out);
 }
 
 }  // namespace coli

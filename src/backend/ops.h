@@ -54,8 +54,13 @@ public:
     void moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y);
     Tensor slice_cols(const Tensor& x, int64_t c0, int64_t width);  // [n, width]
     Tensor mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
-                         KvCache& cache, const MlaShape& s, int64_t pos0);  // [n, H*dv]
+                         KvCache& cache, const MlaShape& s, int64_t pos0,
+                         const Tensor* selection = nullptr);  // [n, H*dv]
     Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p);
+    Tensor layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps);  // [n, d]
+    Tensor dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
+                      const DsaShape& s,
+                      int64_t pos0);  // [n, top_k]
 
 private:
     bool runs_native(const OpDesc& d);  // asks the backend and counts the answer

@@ -110,6 +110,15 @@ struct MlaShape {
     float scale = 0;      // softmax scale
 };
 
+// DSA lightning indexer sizes (spec section 3).
+struct DsaShape {
+    int n_heads = 0;         // indexer heads
+    int head_dim = 0;        // indexer query/key width
+    int top_k = 0;           // keys kept per query
+    float scale = 0;         // on q . k before the ReLU (head_dim^-0.5)
+    float weight_scale = 0;  // on the per-head weights (n_heads^-0.5)
+};
+
 // Sigmoid routing with a selection bias and group-limited choice (DeepSeek-V3 noaux_tc, spec 2.4).
 struct SigmoidRouting {
     int k = 0;                // experts per token

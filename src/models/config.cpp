@@ -22,6 +22,14 @@ T config_get_or(const nlohmann::json& cfg, const std::string& key, T fallback) {
     return config_get<T>(cfg, key);
 }
 
+std::string config_list_item(const nlohmann::json& cfg, const std::string& key, size_t i) {
+    auto it = cfg.find(key);
+    check(it != cfg.end() && it->is_array(), "config.json: missing list '{}'", key);
+    check(i < it->size(), "config.json: '{}' has {} entries, layer {} needs one", key, it->size(), i);
+    check((*it)[i].is_string(), "config.json: '{}'[{}] is not a string", key, i);
+    return (*it)[i].get<std::string>();
+}
+
 double config_rope_theta(const nlohmann::json& cfg, double fallback) {
     auto params = cfg.find("rope_parameters");
     if (params != cfg.end() && params->is_object())

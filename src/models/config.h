@@ -16,6 +16,10 @@ T config_get(const nlohmann::json& cfg, const std::string& key);
 template <typename T>
 T config_get_or(const nlohmann::json& cfg, const std::string& key, T fallback);
 
+// Element i of the string list under key (per-layer types); throws coli::Error naming the key when the list
+// is absent, too short or holds something else.
+std::string config_list_item(const nlohmann::json& cfg, const std::string& key, size_t i);
+
 // RoPE theta from either `rope_parameters.rope_theta` (transformers v5) or `rope_theta` (hub configs).
 double config_rope_theta(const nlohmann::json& cfg, double fallback);
 

@@ -1,8 +1,11 @@
-// DeepSeek-V3 (DeepseekV3ForCausalLM), spec section 2: pre-norm decoder with multi-head latent attention
+// DeepSeek-V3 (deepseek_v3, spec section 2), DeepSeek-V3.2 (deepseek_v32, section 3) and GLM-5.x
+// (glm_moe_dsa, section 4), one code: a pre-norm decoder with multi-head latent attention
 // (q and kv LoRA, one rope key shared by all heads, YaRN), the first layers dense, then MoE layers with a
 // sigmoid router (selection bias, group-limited choice, routed scaling) over SwiGLU experts plus shared
 // experts. The cache keeps the compressed latent and the rope key: kv_lora + rope_dim floats per token.
-// Weights as stored: bf16/f32, or block FP8 (F8_E4M3 + weight_scale_inv, read in place).
+// Weights as stored: bf16/f32, or block FP8 (F8_E4M3 + weight_scale_inv, read in place). V3.2 and GLM add
+// DSA: a lightning indexer scores the cached positions per query and MLA attends to the top index_topk only;
+// GLM-5.2's "shared" layers reuse the selection of the last "full" one (IndexShare).
 #include <cmath>
 #include <memory>
 
@@ -20,6 +23,7 @@ namespace {
 
 // transformers builds the q_a and kv_a RMSNorms with their class default, not config.rms_norm_eps.
 constexpr float kMlaNormEps = 1e-6f;
+constexpr float kIndexerNormEps = 1e-6f;  // the DSA indexer's key LayerNorm
 
 // YaRN's magnitude correction: 1 for scale <= 1, else 0.1 m ln(scale) + 1 (spec 2.3).
 double yarn_mscale(double scale, double m) {
@@ -36,6 +40,12 @@ struct DeepseekConfig {
     RopeParams rope_q, rope_k;  // the same rotation of q (after the nope dims of each head) and of k_pe
     float softmax_scale;
     int64_t max_ctx;
+    std::string family;                  // config model_type
+    int index_topk = 0;                  // DSA: keys per query; 0: dense attention
+    int index_heads = 0, index_dim = 0;  // DSA indexer heads and width
+    RopeParams rope_index;               // the indexer's rotation (rope dims first in each head)
+    std::vector<bool> index_full;        // per layer: its own indexer (else it reuses the last full layer's)
+    std::vector<bool> moe_layer;         // per layer: routed experts (else a dense MLP)
 
     explicit DeepseekConfig(const nlohmann::json& c) {
         vocab = config_get<int64_t>(c, "vocab_size");
@@ -75,7 +85,51 @@ struct DeepseekConfig {
         const std::string scoring = config_get_or<std::string>(c, "scoring_func", "sigmoid");
         check(scoring == "sigmoid", "config.json: scoring_func '{}' is not supported (sigmoid only)",
               scoring);
+        family = config_get_or<std::string>(c, "model_type", "deepseek_v3");
         rope_from(c);
+        moe_layer.resize(n_layers);
+        const bool typed = c.contains("mlp_layer_types") && c["mlp_layer_types"].is_array();
+        for (int l = 0; l < n_layers; ++l)
+            moe_layer[l] = typed ? config_list_item(c, "mlp_layer_types", l) == "sparse"
+                                 : l >= n_dense && l % moe_every == 0;
+        index_from(c);
+    }
+
+    // DSA (spec 3, 4): present when index_topk is set; the indexer shares the model's RoPE angles, rotating
+    // its first rope dims half-split (V3.2) or interleaved (GLM, or indexer_rope_interleave).
+    void index_from(const nlohmann::json& c) {
+        index_topk = config_get_or<int>(c, "index_topk", 0);
+        if (index_topk <= 0) return;
+        index_heads = config_get<int>(c, "index_n_heads");
+        index_dim = config_get<int>(c, "index_head_dim");
+        check(q_lora > 0, "config.json: DSA needs q_lora_rank (the indexer reads the q latent)");
+        check(index_heads > 0 && index_dim > rope_dim, "config.json: bad indexer sizes ({} heads of {})",
+              index_heads, index_dim);
+        const bool interleave = config_get_or<bool>(c, "indexer_rope_interleave", family == "glm_moe_dsa");
+        rope_index = rope_q;
+        rope_index.style = interleave ? RopeStyle::interleaved : RopeStyle::neox;
+        rope_index.head_dim = index_dim;
+        rope_index.rotary_offset = 0;
+        index_full.assign(n_layers, true);
+        if (c.contains("indexer_types") && c["indexer_types"].is_array()) {
+            for (int l = 0; l < n_layers; ++l) {
+                const std::string t = config_list_item(c, "indexer_types", l);
+                check(t == "full" || t == "shared", "config.json: indexer_types[{}] is '{}' (full or shared)",
+                      l, t);
+                index_full[l] = t == "full";
+            }
+        } else if (c.contains("index_topk_pattern") && c["index_topk_pattern"].is_string()) {
+            const std::string pattern = c["index_topk_pattern"].get<std::string>();
+            check(pattern.size() == static_cast<size_t>(n_layers),
+                  "config.json: index_topk_pattern has {} of {} layers", pattern.size(), n_layers);
+            for (int l = 0; l < n_layers; ++l) index_full[l] = pattern[l] == 'F';
+        } else if (family == "glm_moe_dsa") {  // GLM-5.2's schedule from frequency and offset
+            const int freq = std::max(config_get_or<int>(c, "index_topk_freq", 1), 1);
+            const int offset = config_get_or<int>(c, "index_skip_topk_offset", 2);
+            for (int l = 0; l < n_layers; ++l) index_full[l] = std::max(l - offset + 1, 0) % freq == 0;
+        }
+        check(index_full[0],
+              "config.json: layer 0 must have its own indexer (shared layers reuse an earlier one)");
     }
 
     // RoPE and softmax scale from `rope_parameters` (transformers v5) or `rope_theta` + `rope_scaling` (hub).
@@ -118,7 +172,8 @@ struct DeepseekConfig {
         rope_k = {style, rope_dim, rope_dim, theta, attention_factor, 0, yarn};
     }
 
-    bool is_moe(int layer) const { return layer >= n_dense && layer % moe_every == 0; }
+    bool is_moe(int layer) const { return moe_layer[layer]; }
+    bool dsa() const { return index_topk > 0; }
     int64_t q_width() const { return int64_t{n_heads} * (nope_dim + rope_dim); }
 };
 
@@ -129,11 +184,13 @@ struct DeepseekLayerWeights {
     Weight router, router_bias;  // MoE layers
     ExpertWeights mlp;           // the dense MLP (dense layers) or the shared experts (MoE layers)
     bool has_mlp = false;        // false: an MoE layer without shared experts
+    Weight index_q, index_k, index_k_norm, index_k_bias, index_weights;  // DSA indexer (full layers)
 };
 
 class DeepseekState final : public ModelState {
 public:
-    std::vector<KvCache> kv;  // one per layer: latents and rope keys
+    std::vector<KvCache> kv;    // one per layer: latents and rope keys
+    std::vector<Tensor> index;  // DSA: one per full-indexer layer (empty otherwise): indexer keys
 };
 
 class DeepseekV3 final : public Model {
@@ -162,8 +219,11 @@ public:
 
     std::unique_ptr<ModelState> state_new() override {
         auto s = std::make_unique<DeepseekState>();
-        for (int l = 0; l < cfg_.n_layers; ++l)
+        for (int l = 0; l < cfg_.n_layers; ++l) {
             s->kv.push_back({ops_.tensor(max_ctx_, cfg_.kv_lora), ops_.tensor(max_ctx_, cfg_.rope_dim)});
+            s->index.push_back(cfg_.dsa() && cfg_.index_full[l] ? ops_.tensor(max_ctx_, cfg_.index_dim)
+                                                                : Tensor{});
+        }
         return s;
     }
 
@@ -173,7 +233,8 @@ public:
         check(s.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", s.n_past, n,
               max_ctx_);
         Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
-        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
+        Tensor selection;                        // DSA: the last full layer's top-k key positions [n, top_k]
+        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s, selection);
         if (!all_logits) h = row_last(ops_, h);
         Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
         s.n_past += n;
@@ -191,6 +252,14 @@ private:
             w.q_b = load.matrix(p + "self_attn.q_b_proj.weight");
         } else {
             w.q_b = load.matrix(p + "self_attn.q_proj.weight");
+        }
+        if (cfg_.dsa() && cfg_.index_full[l]) {
+            const std::string ix = p + "self_attn.indexer.";
+            w.index_q = load.matrix(ix + "wq_b.weight");
+            w.index_k = load.matrix(ix + "wk.weight");
+            w.index_k_norm = load.vector(ix + "k_norm.weight");
+            w.index_k_bias = load.vector(ix + "k_norm.bias");
+            w.index_weights = load.matrix(ix + "weights_proj.weight");
         }
         w.kv_a = load.matrix(p + "self_attn.kv_a_proj_with_mqa.weight");
         w.kv_a_norm = load.vector(p + "self_attn.kv_a_layernorm.weight");
@@ -211,15 +280,17 @@ private:
         return w;
     }
 
-    // One decoder layer. h: [n, d_model] at positions s.n_past ...
-    Tensor layer_forward(int l, const Tensor& h, DeepseekState& s) {
+    // One decoder layer. h: [n, d_model] at positions s.n_past ... selection: DSA's choice of keys, made by
+    // full-indexer layers and reused by shared ones.
+    Tensor layer_forward(int l, const Tensor& h, DeepseekState& s, Tensor& selection) {
         const DeepseekLayerWeights& w = layers_[l];
         const int64_t n = h.rows();
         Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);  // [n, d]
-        Tensor q = cfg_.q_lora > 0
-                       ? ops_.matmul(w.q_b, ops_.rms_norm(ops_.matmul(w.q_a, x), w.q_a_norm, kMlaNormEps))
-                       : ops_.matmul(w.q_b, x);  // [n, H (dn + dr)]
-        Tensor kv = ops_.matmul(w.kv_a, x);      // [n, kv_lora + dr]
+        Tensor c_q = cfg_.q_lora > 0 ? ops_.rms_norm(ops_.matmul(w.q_a, x), w.q_a_norm, kMlaNormEps)
+                                     : x;    // [n, q_lora]
+        Tensor q = ops_.matmul(w.q_b, c_q);  // [n, H (dn + dr)]
+        if (cfg_.dsa() && cfg_.index_full[l]) selection = index_select(w, x, c_q, s.index[l], s.n_past);
+        Tensor kv = ops_.matmul(w.kv_a, x);  // [n, kv_lora + dr]
         Tensor latent =
             ops_.rms_norm(ops_.slice_cols(kv, 0, cfg_.kv_lora), w.kv_a_norm, kMlaNormEps);  // [n, kv_lora]
         Tensor k_pe =
@@ -228,7 +299,8 @@ private:
         ops_.rope(k_pe, cfg_.rope_k, s.n_past);
         const MlaShape shape{cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim,
                              cfg_.v_dim,   cfg_.kv_lora,  cfg_.softmax_scale};
-        Tensor a = ops_.mla_attention(q, latent, k_pe, w.kv_b, s.kv[l], shape, s.n_past);  // [n, H dv]
+        Tensor a = ops_.mla_attention(q, latent, k_pe, w.kv_b, s.kv[l], shape, s.n_past,
+                                      cfg_.dsa() ? &selection : nullptr);  // [n, H dv]
         Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));
 
         Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
@@ -248,20 +320,38 @@ private:
         return ops_.add(h1, y);
     }
 
+    // DSA lightning indexer: top index_topk cached positions per query.                  returns [n, top_k]
+    Tensor index_select(const DeepseekLayerWeights& w, const Tensor& x, const Tensor& c_q, Tensor& cache,
+                        int64_t pos0) {
+        Tensor q = ops_.matmul(w.index_q, c_q);  // [n, heads * dim], rope dims first in each head
+        Tensor k = ops_.layer_norm(ops_.matmul(w.index_k, x), w.index_k_norm, w.index_k_bias,
+                                   kIndexerNormEps);  // [n, dim]
+        ops_.rope(q, cfg_.rope_index, pos0);
+        ops_.rope(k, cfg_.rope_index, pos0);
+        Tensor weights = ops_.matmul(w.index_weights, x);  // [n, heads]
+        const DsaShape shape{cfg_.index_heads, cfg_.index_dim, cfg_.index_topk,
+                             1.0f / std::sqrt(static_cast<float>(cfg_.index_dim)),
+                             1.0f / std::sqrt(static_cast<float>(cfg_.index_heads))};
+        return ops_.dsa_select(q, weights, k, cache, shape, pos0);
+    }
+
     // Routing that sends every token to one expert with weight 1: dense MLPs and shared experts.
     static Routing every_token(int64_t n, int32_t id) {
         return {n, 1, std::vector<int32_t>(n, id), std::vector<float>(n, 1.0f)};
     }
 
     void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
-        summary_.family = "deepseek_v3";
+        summary_.family = cfg_.family;
         summary_.architecture = fmt::format(
             "{} layers ({} dense), d_model {}, {} heads (MLA: q_lora {}, kv_lora {}, nope {}, rope {}, v "
             "{}), "
-            "{} experts top-{} in {} groups keep {} (d_ff {}) + {} shared, vocab {}",
+            "{} experts top-{} in {} groups keep {} (d_ff {}) + {} shared, vocab {}{}",
             cfg_.n_layers, cfg_.n_dense, cfg_.d_model, cfg_.n_heads, cfg_.q_lora, cfg_.kv_lora, cfg_.nope_dim,
             cfg_.rope_dim, cfg_.v_dim, cfg_.n_experts, cfg_.top_k, cfg_.n_group, cfg_.topk_group,
-            cfg_.d_expert, cfg_.n_shared, cfg_.vocab);
+            cfg_.d_expert, cfg_.n_shared, cfg_.vocab,
+            cfg_.dsa() ? fmt::format(", DSA top-{} ({} indexer heads of {})", cfg_.index_topk,
+                                     cfg_.index_heads, cfg_.index_dim)
+                       : "");
         summary_.dense_bytes = load.bytes_stored();
         summary_.dense_held_bytes = load.bytes_held();
         summary_.expert_bytes = store_->total_expert_bytes();
@@ -297,26 +387,57 @@ private:
 
 }  // namespace
 
-// The ops DeepseekV3::forward calls, at DeepSeek-V3's size (d_model 7168, 128 heads, q_lora 1536,
-// kv_lora 512, rope 64, nope 128, v 128, 256 experts top-8 of d_ff 2048, vocab 129280, context 163840).
-// Keep in sync with layer_forward().
-std::vector<OpUse> deepseek_v3_ops() {
-    constexpr int64_t kDModel = 7168, kDExpert = 2048, kVocab = 129280, kExperts = 256, kCtx = 163840;
-    constexpr int64_t kHeads = 128, kKvLora = 512, kRope = 64, kNope = 128;
+namespace {
+
+// Sizes the op declarations use for one MLA family.
+struct MlaFamilySize {
+    int64_t d_model, d_expert, vocab, experts, ctx, heads, kv_lora, rope, nope;
+    int64_t index_heads, index_dim;  // 0: no DSA
+};
+
+// The ops DeepseekV3::forward calls at a family's size. Keep in sync with layer_forward().
+std::vector<OpUse> mla_family_ops(const MlaFamilySize& z) {
     const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16, Format::fp8_e4m3_block};
     std::vector<Format> dense = stored;
     dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
-    return {
-        {OpKind::embedding, stored, kVocab, kDModel, "token embedding"},
-        {OpKind::rms_norm, {Format::f32}, 1, kDModel, "input, post-attention, q_a, kv_a and final norms"},
-        {OpKind::matmul, dense, kDModel, kDModel, "q/kv LoRA, o projection, router, lm_head"},
-        {OpKind::slice_cols, {Format::f32}, 1, kKvLora + kRope, "latent and rope key from kv_a"},
-        {OpKind::rope, {Format::f32}, 1, kHeads * (kNope + kRope), "interleaved YaRN rotary embedding"},
-        {OpKind::mla_attention, dense, kCtx, kHeads * (kNope + kRope), "absorbed MLA over the latent cache"},
-        {OpKind::add, {Format::f32}, 1, kDModel, "residuals"},
-        {OpKind::route_sigmoid_topk, {Format::f32}, 1, kExperts, "sigmoid group-limited router"},
-        {OpKind::moe_experts, dense, kDExpert, kDModel, "routed, shared and dense SwiGLU"},
+    std::vector<OpUse> ops = {
+        {OpKind::embedding, stored, z.vocab, z.d_model, "token embedding"},
+        {OpKind::rms_norm, {Format::f32}, 1, z.d_model, "input, post-attention, q_a, kv_a and final norms"},
+        {OpKind::matmul, dense, z.d_model, z.d_model, "q/kv LoRA, o projection, router, lm_head"},
+        {OpKind::slice_cols, {Format::f32}, 1, z.kv_lora + z.rope, "latent and rope key from kv_a"},
+        {OpKind::rope, {Format::f32}, 1, z.heads * (z.nope + z.rope), "rotary embedding of the rope dims"},
+        {OpKind::mla_attention, dense, z.ctx, z.heads * (z.nope + z.rope),
+         "absorbed MLA over the latent cache"},
+        {OpKind::add, {Format::f32}, 1, z.d_model, "residuals"},
+        {OpKind::route_sigmoid_topk, {Format::f32}, 1, z.experts, "sigmoid group-limited router"},
+        {OpKind::moe_experts, dense, z.d_expert, z.d_model, "routed, shared and dense SwiGLU"},
     };
+    if (z.index_heads > 0) {
+        ops.push_back({OpKind::layer_norm, {Format::f32}, 1, z.index_dim, "DSA indexer key norm"});
+        ops.push_back({OpKind::dsa_select,
+                       {Format::f32},
+                       z.ctx,
+                       z.index_heads * z.index_dim,
+                       "DSA lightning indexer top-k"});
+    }
+    return ops;
+}
+
+}  // namespace
+
+// DeepSeek-V3: d_model 7168, 128 heads, kv_lora 512, rope 64, nope 128, 256 experts of 2048, vocab 129280.
+std::vector<OpUse> deepseek_v3_ops() {
+    return mla_family_ops({7168, 2048, 129280, 256, 163840, 128, 512, 64, 128, 0, 0});
+}
+
+// DeepSeek-V3.2: V3 plus a 64-head indexer of width 128.
+std::vector<OpUse> deepseek_v32_ops() {
+    return mla_family_ops({7168, 2048, 129280, 256, 163840, 128, 512, 64, 128, 64, 128});
+}
+
+// GLM-5: d_model 6144, 64 heads, nope 192, 256 experts of 2048, vocab 154880, a 32-head indexer of 128.
+std::vector<OpUse> glm_moe_dsa_ops() {
+    return mla_family_ops({6144, 2048, 154880, 256, 202752, 64, 512, 64, 192, 32, 128});
 }
 
 std::unique_ptr<Model> deepseek_v3_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {

@@ -13,6 +13,8 @@ using Loader = std::function<std::unique_ptr<Model>(const Checkpoint&, Ops&, con
 const std::map<std::string, Loader>& loaders() {
     static const std::map<std::string, Loader> m = {
         {"deepseek_v3", deepseek_v3_load},
+        {"deepseek_v32", deepseek_v3_load},
+        {"glm_moe_dsa", deepseek_v3_load},
         {"olmoe", olmoe_load},
     };
     return m;
@@ -23,6 +25,8 @@ using OpsOf = std::vector<OpUse> (*)();
 const std::map<std::string, OpsOf>& op_declarations() {
     static const std::map<std::string, OpsOf> m = {
         {"deepseek_v3", deepseek_v3_ops},
+        {"deepseek_v32", deepseek_v32_ops},
+        {"glm_moe_dsa", glm_moe_dsa_ops},
         {"olmoe", olmoe_ops},
     };
     return m;

@@ -14,8 +14,9 @@ namespace {
 
 constexpr double kLogitTolerance = 1e-3;  // max|diff| <= 1e-3 * max|logit|, as on the CPU
 
-const char* const kFixtures[] = {"olmoe_base", "olmoe_gqa",   "olmoe_bf16",      "olmoe_sharded",
-                                 "olmoe_clip", "deepseek_v3", "deepseek_v3_noq", "deepseek_v3_fp8"};
+const char* const kFixtures[] = {"olmoe_base",   "olmoe_gqa",   "olmoe_bf16",      "olmoe_sharded",
+                                 "olmoe_clip",   "deepseek_v3", "deepseek_v3_noq", "deepseek_v3_fp8",
+                                 "deepseek_v32", "glm_moe_dsa"};
 
 std::vector<std::string> device_backends() {
     std::vector<std::string> names;

@@ -50,8 +50,15 @@ public:
     }
     void slice_cols(const Tensor& x, int64_t c0, Tensor& o) override { inner_.slice_cols(x, c0, o); }
     void mla_attention(const Tensor& q, const Tensor& l, const Tensor& k, const Weight& w, KvCache& c,
-                       const MlaShape& s, int64_t pos0, Tensor& o) override {
-        inner_.mla_attention(q, l, k, w, c, s, pos0, o);
+                       const MlaShape& s, int64_t pos0, const Tensor* sel, Tensor& o) override {
+        inner_.mla_attention(q, l, k, w, c, s, pos0, sel, o);
+    }
+    void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float e, Tensor& o) override {
+        inner_.layer_norm(x, w, b, e, o);
+    }
+    void dsa_select(const Tensor& q, const Tensor& w, const Tensor& k, Tensor& c, const DsaShape& s,
+                    int64_t pos0, Tensor& o) override {
+        inner_.dsa_select(q, w, k, c, s, pos0, o);
     }
     Routing route_sigmoid_topk(const Tensor& l, const Weight& b, const SigmoidRouting& p) override {
         return inner_.route_sigmoid_topk(l, b, p);

@@ -92,8 +92,9 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
 }
 
 void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
-                               KvCache& cache, const MlaShape& s, int64_t pos0, Tensor& out) {
-    mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, out);
+                               KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
+                               Tensor& out) {
+    mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
     const int64_t n = q.rows(), dn = s.nope_dim, dr = s.rope_dim, dv = s.v_dim, lora = s.kv_lora;
     for (int64_t i = 0; i < n; ++i) {
         std::copy_n(row(latent, i), lora, row(cache.k, pos0 + i));
@@ -103,6 +104,7 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
     pool_.parallel_for(s.n_heads, 1, [&](int64_t begin, int64_t end) {
         std::vector<float> w_uk(dn * lora), w_uv(dv * lora);  // [dn, kv_lora], [dv, kv_lora]
         std::vector<float> q_abs(lora), mixed(lora), scores(pos0 + n);
+        std::vector<int64_t> keys;
         for (int64_t h = begin; h < end; ++h) {
             const int64_t r0 = h * (dn + dv);
             for (int64_t j = 0; j < dn; ++j) weight_decode_row(w_kvb.host, r0 + j, &w_uk[j * lora]);
@@ -113,19 +115,51 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
                 std::fill(q_abs.begin(), q_abs.end(), 0.0f);      // W_UK[h]^T q_nope: [kv_lora]
                 for (int64_t j = 0; j < dn; ++j)
                     for (int64_t c = 0; c < lora; ++c) q_abs[c] += q_nope[j] * w_uk[j * lora + c];
-                const int64_t n_keys = pos0 + i + 1;  // causal
-                for (int64_t t = 0; t < n_keys; ++t)
-                    scores[t] =
-                        (dot(q_abs.data(), row(cache.k, t), lora) + dot(q_pe, row(cache.v, t), dr)) * s.scale;
+                // Keys: every cached position up to this query's (causal), or the ones DSA selected.
+                keys.clear();
+                if (selection) {
+                    for (int64_t j = 0; j < selection->cols(); ++j)
+                        if (const float p = row(*selection, i)[j]; p >= 0)
+                            keys.push_back(static_cast<int64_t>(p));
+                } else {
+                    for (int64_t t = 0; t <= pos0 + i; ++t) keys.push_back(t);
+                }
+                const auto n_keys = static_cast<int64_t>(keys.size());
+                for (int64_t j = 0; j < n_keys; ++j)
+                    scores[j] = (dot(q_abs.data(), row(cache.k, keys[j]), lora) +
+                                 dot(q_pe, row(cache.v, keys[j]), dr)) *
+                                s.scale;
                 softmax_in_place(scores.data(), n_keys);
                 std::fill(mixed.begin(), mixed.end(), 0.0f);  // sum_t p(t) latent(t): [kv_lora]
-                for (int64_t t = 0; t < n_keys; ++t) {
-                    const float* lt = row(cache.k, t);
-                    for (int64_t c = 0; c < lora; ++c) mixed[c] += scores[t] * lt[c];
+                for (int64_t j = 0; j < n_keys; ++j) {
+                    const float* lt = row(cache.k, keys[j]);
+                    for (int64_t c = 0; c < lora; ++c) mixed[c] += scores[j] * lt[c];
                 }
                 float* o = row(out, i) + h * dv;  // W_UV[h] mixed: [dv]
                 for (int64_t j = 0; j < dv; ++j) o[j] = dot(&w_uv[j * lora], mixed.data(), lora);
             }
+        }
+    });
+}
+
+void CpuBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
+                            const DsaShape& s, int64_t pos0, Tensor& out) {
+    dsa_args_check(q, weights, k, cache, s, pos0, out);
+    const int64_t n = q.rows(), d = s.head_dim;
+    for (int64_t i = 0; i < n; ++i) std::copy_n(row(k, i), d, row(cache, pos0 + i));
+    pool_.parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> index(pos0 + n);
+        for (int64_t i = begin; i < end; ++i) {
+            const int64_t visible = pos0 + i + 1;  // causal
+            for (int64_t t = 0; t < visible; ++t) {
+                float sum = 0;
+                for (int h = 0; h < s.n_heads; ++h) {
+                    const float qk = dot(row(q, i) + h * d, row(cache, t), d) * s.scale;
+                    sum += row(weights, i)[h] * s.weight_scale * std::max(qk, 0.0f);
+                }
+                index[t] = sum;
+            }
+            dsa_topk_row(index.data(), visible, s.top_k, row(out, i));
         }
     });
 }

@@ -88,4 +88,26 @@ void CpuBackend::slice_cols(const Tensor& x, int64_t c0, Tensor& out) {
     for (int64_t r = 0; r < x.rows(); ++r) std::copy_n(row(x, r) + c0, out.cols(), row(out, r));
 }
 
+void CpuBackend::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) {
+    const int64_t d = x.cols();
+    check(w.rows() == 1 && w.cols() == d && b.rows() == 1 && b.cols() == d,
+          "layer_norm: weight [{}, {}] and bias [{}, {}] for rows of {}", w.rows(), w.cols(), b.rows(),
+          b.cols(), d);
+    check_shape(out, x.rows(), d, "layer_norm out");
+    std::vector<float> gain(d), bias(d);
+    weight_decode_row(w.host, 0, gain.data());
+    weight_decode_row(b.host, 0, bias.data());
+    for (int64_t r = 0; r < x.rows(); ++r) {
+        const float* v = row(x, r);
+        float mean = 0;
+        for (int64_t i = 0; i < d; ++i) mean += v[i];
+        mean /= static_cast<float>(d);
+        float var = 0;
+        for (int64_t i = 0; i < d; ++i) var += (v[i] - mean) * (v[i] - mean);
+        const float inv = 1.0f / std::sqrt(var / static_cast<float>(d) + eps);
+        float* o = row(out, r);
+        for (int64_t i = 0; i < d; ++i) o[i] = (v[i] - mean) * inv * gain[i] + bias[i];
+    }
+}
+
 }  // namespace coli

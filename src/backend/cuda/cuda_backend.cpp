@@ -305,7 +305,8 @@ void CudaBackend::mla_attention(const Tensor& q, const Tensor& latent, const Ten
                "rope-key cache write");
     cuda::Scratch<float> q_abs(ctx_, n * s.n_heads * s.kv_lora), mixed(ctx_, n * s.n_heads * s.kv_lora);
     const cuda::MlaArgs a{s.n_heads, s.nope_dim, s.rope_dim, s.v_dim, s.kv_lora, s.scale};
-    cuda::mla_attention(dev(q), dev(cache.k), dev(cache.v), resident(w_kvb, "mla_attention"), n, pos0, a,
+    cuda::mla_attention(dev(q), dev(cache.k), dev(cache.v), resident(w_kvb, "mla_attention"), n, pos0,
+                        selection ? dev(*selection) : nullptr, selection ? selection->cols() : 0, a,
                         q_abs.get(), mixed.get(), dev(out), ctx_->compute);
 }
 
@@ -314,6 +315,23 @@ Routing CudaBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias
     std::vector<float> host(logits.numel());
     tensor_read(logits, host);
     return route_sigmoid_host(logits.rows(), logits.cols(), host, bias, p);
+}
+
+void CudaBackend::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) {
+    fault_check(OpKind::layer_norm);
+    check(w.format() == Format::f32 && b.format() == Format::f32 && w.rows() * w.cols() == x.cols() &&
+              b.rows() * b.cols() == x.cols(),
+          "layer_norm: weight and bias must be f32 [{}]", x.cols());
+    check_owner(x, this, "layer_norm x");
+    check_shape(out, x.rows(), x.cols(), "layer_norm out");
+    cuda::layer_norm(dev(x), static_cast<const float*>(resident(w, "layer_norm").data),
+                     static_cast<const float*>(resident(b, "layer_norm").data), eps, x.rows(), x.cols(),
+                     dev(out), ctx_->compute);
+}
+
+void CudaBackend::dsa_select(const Tensor&, const Tensor&, const Tensor&, Tensor&, const DsaShape&, int64_t,
+                             Tensor&) {
+    fail("cuda: dsa_select has no kernel yet (supports() declines it)");
 }
 
 }  // namespace coli

@@ -58,8 +58,12 @@ public:
                      Tensor& y) override;
     void slice_cols(const Tensor& x, int64_t c0, Tensor& out) override;
     void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
-                       KvCache& cache, const MlaShape& s, int64_t pos0, Tensor& out) override;
+                       KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
+                       Tensor& out) override;
     Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) override;
+    void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) override;
+    void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache, const DsaShape& s,
+                    int64_t pos0, Tensor& out) override;
 
     // y = x w^T on device memory, choosing GEMV or GEMM by n (matmul.cpp).     x: [n, w.cols]; y: [n, w.rows]
     void matmul_device(const cuda::DeviceWeight& w, const float* x, int64_t n, float* y);

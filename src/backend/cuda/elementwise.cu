@@ -50,6 +50,21 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) o[i] = w[i] * (xr[i] * inv);
 }
 
+__global__ void layer_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                                  const float* __restrict__ b, float eps, int64_t d,
+                                  float* __restrict__ out) {
+    __shared__ float partial[kThreads / kWarp];
+    const float* xr = x + blockIdx.x * d;
+    float* o = out + blockIdx.x * d;
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) sum += xr[i];
+    const float mean = block_sum(sum, partial) / static_cast<float>(d);
+    float sum_sq = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) sum_sq = fmaf(xr[i] - mean, xr[i] - mean, sum_sq);
+    const float inv = 1.0f / sqrtf(block_sum(sum_sq, partial) / static_cast<float>(d) + eps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) o[i] = (xr[i] - mean) * inv * w[i] + b[i];
+}
+
 __global__ void add_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
                            int64_t count) {
     COLI_GRID_STRIDE(i, count) out[i] = a[i] + b[i];
@@ -127,6 +142,13 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, int64_t d, f
     if (n == 0) return;
     rms_norm_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(x, w, eps, d, out);
     cuda_check(cudaGetLastError(), "rms_norm launch");
+}
+
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t n, int64_t d, float* out,
+                cudaStream_t s) {
+    if (n == 0) return;
+    layer_norm_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(x, w, b, eps, d, out);
+    cuda_check(cudaGetLastError(), "layer_norm launch");
 }
 
 void add(const float* a, const float* b, float* out, int64_t count, cudaStream_t s) {

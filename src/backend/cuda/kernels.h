@@ -49,6 +49,9 @@ void split_bf16(const float* x, int64_t count, uint16_t* hi, uint16_t* lo, cudaS
 void embedding(const DeviceWeight& table, const int32_t* ids, int64_t n, float* out, cudaStream_t s);
 // out = x / sqrt(mean(x^2) + eps) * w per row.                              x, out: [n, d]; w: [d]
 void rms_norm(const float* x, const float* w, float eps, int64_t n, int64_t d, float* out, cudaStream_t s);
+// out = (x - mean) / sqrt(var + eps) * w + b per row.                     x, out: [n, d]; w, b: [d]
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t n, int64_t d, float* out,
+                cudaStream_t s);
 void add(const float* a, const float* b, float* out, int64_t count, cudaStream_t s);  // out = a + b
 void clamp(float* x, int64_t count, float lo, float hi, cudaStream_t s);              // in place
 
@@ -82,9 +85,10 @@ struct MlaArgs {
     int64_t kv_lora;
     float scale;  // softmax scale
 };
+// selection: null (every causal key) or [n, sel_cols] key positions, -1 for none.
 void mla_attention(const float* q, const float* latents, const float* rope_keys, const DeviceWeight& w_kvb,
-                   int64_t n, int64_t pos0, const MlaArgs& a, float* q_abs, float* mixed, float* out,
-                   cudaStream_t s);
+                   int64_t n, int64_t pos0, const float* selection, int64_t sel_cols, const MlaArgs& a,
+                   float* q_abs, float* mixed, float* out, cudaStream_t s);
 
 // Softmax over each row, top k (ties to the lower id), optionally renormalized.  logits: [n, n_experts]
 void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k, bool renormalize,

@@ -42,7 +42,10 @@ __global__ void __launch_bounds__(kThreads)
     extern __shared__ float smem[];
     __shared__ float partial[kThreads / kWarp];
     const int h = blockIdx.x;
-    const int64_t i = blockIdx.y, n_keys = pos0 + i + 1;  // causal
+    const int64_t i = blockIdx.y;
+    // Keys: every position up to this query's (causal), or the row of DSA's selection (-1: none).
+    const int64_t n_keys = selection ? sel_cols : pos0 + i + 1;
+    const float* sel = selection ? selection + i * sel_cols : nullptr;
     const int64_t q_width = static_cast<int64_t>(a.n_heads) * (a.nope_dim + a.rope_dim);
     float* qa = smem;                 // [kv_lora]: absorbed query
     float* qp = smem + a.kv_lora;     // [rope_dim]: rope part of the query
@@ -61,12 +64,16 @@ __global__ void __launch_bounds__(kThreads)
         const int64_t tile = n_keys - t0 < kKeyTile ? n_keys - t0 : kKeyTile;
         float local_max = -FLT_MAX;
         for (int64_t j = warp; j < tile; j += kThreads / kWarp) {
-            const float* ls = latents + (t0 + j) * a.kv_lora;
-            const float* ks = rope_keys + (t0 + j) * a.rope_dim;
-            float dot = 0.0f;
-            for (int64_t c = lane; c < a.kv_lora; c += kWarp) dot = fmaf(qa[c], ls[c], dot);
-            for (int d = lane; d < a.rope_dim; d += kWarp) dot = fmaf(qp[d], ks[d], dot);
-            dot = warp_sum(dot) * a.scale;
+            const int64_t key = sel ? static_cast<int64_t>(sel[t0 + j]) : t0 + j;
+            float dot = -FLT_MAX;  // an empty selection slot weighs nothing
+            if (key >= 0) {
+                const float* ls = latents + key * a.kv_lora;
+                const float* ks = rope_keys + key * a.rope_dim;
+                dot = 0.0f;
+                for (int64_t c = lane; c < a.kv_lora; c += kWarp) dot = fmaf(qa[c], ls[c], dot);
+                for (int d = lane; d < a.rope_dim; d += kWarp) dot = fmaf(qp[d], ks[d], dot);
+                dot = warp_sum(dot) * a.scale;
+            }
             if (lane == 0) scores[j] = dot;
             local_max = fmaxf(local_max, dot);
         }
@@ -84,7 +91,10 @@ __global__ void __launch_bounds__(kThreads)
             const int64_t c = threadIdx.x + int64_t{k} * kThreads;
             if (c >= a.kv_lora) break;
             float m = acc[k] * rescale;
-            for (int64_t j = 0; j < tile; ++j) m = fmaf(scores[j], latents[(t0 + j) * a.kv_lora + c], m);
+            for (int64_t j = 0; j < tile; ++j) {
+                const int64_t key = sel ? static_cast<int64_t>(sel[t0 + j]) : t0 + j;
+                if (key >= 0) m = fmaf(scores[j], latents[key * a.kv_lora + c], m);
+            }
             acc[k] = m;
         }
         __syncthreads();  // the next tile overwrites the scores
@@ -118,14 +128,14 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void mla_attention(const float* q, const float* latents, const float* rope_keys, const DeviceWeight& w_kvb,
-                   int64_t n, int64_t pos0, const MlaArgs& a, float* q_abs, float* mixed, float* out,
-                   cudaStream_t s) {
+                   int64_t n, int64_t pos0, const float* selection, int64_t sel_cols, const MlaArgs& a,
+                   float* q_abs, float* mixed, float* out, cudaStream_t s) {
     if (n == 0) return;
     const dim3 per_token_head(static_cast<unsigned>(n), static_cast<unsigned>(a.n_heads));
     mla_absorb<<<per_token_head, kThreads, a.nope_dim * sizeof(float), s>>>(q, w_kvb, a, q_abs);
     const size_t smem = (a.kv_lora + a.rope_dim + kKeyTile) * sizeof(float);  // well under 48 KB
     mla_attend<<<dim3(static_cast<unsigned>(a.n_heads), static_cast<unsigned>(n)), kThreads, smem, s>>>(
-        q, q_abs, latents, rope_keys, pos0, a, mixed);
+        q, q_abs, latents, rope_keys, pos0, selection, sel_cols, a, mixed);
     mla_output<<<per_token_head, kThreads, a.kv_lora * sizeof(float), s>>>(mixed, w_kvb, a, out);
     cuda_check(cudaGetLastError(), "mla_attention launch");
 }

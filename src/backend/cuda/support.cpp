@@ -19,6 +19,10 @@ bool cuda_supports(const OpDesc& d) {
         case OpKind::slice_cols:
         case OpKind::route_sigmoid_topk:  // the logits go to the host, where the routing is used
             return true;
+        case OpKind::layer_norm:
+            return true;
+        case OpKind::dsa_select:
+            return false;  // no kernel yet: runs on the CPU, counted
         case OpKind::mla_attention:
             return true;  // any context (keys in tiles); kv_lora up to kCudaMlaMaxLatent
         case OpKind::count_:
