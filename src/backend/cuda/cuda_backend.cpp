@@ -288,9 +288,10 @@ void CudaBackend::slice_cols(const Tensor& x, int64_t c0, Tensor& out) {
 
 void CudaBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe,
                                 const Weight& w_kvb, KvCache& cache, const MlaShape& s, int64_t pos0,
-                                Tensor& out) {
+                                const Tensor* selection, Tensor& out) {
     fault_check(OpKind::mla_attention);
-    mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, out);
+    mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
+    if (selection) check_owner(*selection, this, "mla_attention selection");
     check(s.kv_lora <= kCudaMlaMaxLatent, "cuda mla_attention: kv_lora {} is wider than {}", s.kv_lora,
           kCudaMlaMaxLatent);
     for (const Tensor* t :
