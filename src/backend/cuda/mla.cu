@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     mla_attend(const float* __restrict__ q, const float* __restrict__ q_abs,
                const float* __restrict__ latents, const float* __restrict__ rope_keys, int64_t pos0,
-               MlaArgs a, float* __restrict__ mixed) {
+               const float* __restrict__ selection, int64_t sel_cols, MlaArgs a, float* __restrict__ mixed) {
     extern __shared__ float smem[];
     __shared__ float partial[kThreads / kWarp];
     const int h = blockIdx.x;
