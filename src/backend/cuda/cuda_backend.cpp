@@ -330,9 +330,29 @@ void CudaBackend::layer_norm(const Tensor& x, const Weight& w, const Weight& b, 
                      dev(out), ctx_->compute);
 }
 
-void CudaBackend::dsa_select(const Tensor&, const Tensor&, const Tensor&, Tensor&, const DsaShape&, int64_t,
-                             Tensor&) {
-    fail("cuda: dsa_select has no kernel yet (supports() declines it)");
+void CudaBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
+                             const DsaShape& s, int64_t pos0, Tensor& out) {
+    fault_check(OpKind::dsa_select);
+    dsa_args_check(q, weights, k, cache, s, pos0, out);
+    for (const Tensor* t : {&q, &weights, &k, static_cast<const Tensor*>(&cache)})
+        check_owner(*t, this, "dsa_select");
+    const int64_t n = q.rows(), total = pos0 + n;
+    cuda_check(cudaMemcpyAsync(dev(cache) + pos0 * s.head_dim, dev(k), k.numel() * sizeof(float),
+                               cudaMemcpyDeviceToDevice, ctx_->compute),
+               "indexer key cache write");
+    // Scores on the device; the top-k of each row on the host (n x context floats cross), by the rule every
+    // backend shares.
+    cuda::Scratch<float> scores(ctx_, n * total);
+    cuda::dsa_scores(dev(q), dev(weights), dev(cache), n, pos0,
+                     {s.n_heads, s.head_dim, s.scale, s.weight_scale}, scores.get(), ctx_->compute);
+    std::vector<float> host(n * total), picked(n * s.top_k);
+    cuda_check(cudaMemcpyAsync(host.data(), scores.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                               ctx_->compute),
+               "index scores");
+    cuda_check(cudaStreamSynchronize(ctx_->compute), "index scores");
+    for (int64_t i = 0; i < n; ++i)
+        dsa_topk_row(&host[i * total], pos0 + i + 1, s.top_k, &picked[i * s.top_k]);
+    tensor_write(out, picked);
 }
 
 }  // namespace coli

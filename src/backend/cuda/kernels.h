@@ -90,6 +90,16 @@ void mla_attention(const float* q, const float* latents, const float* rope_keys,
                    int64_t n, int64_t pos0, const float* selection, int64_t sel_cols, const MlaArgs& a,
                    float* q_abs, float* mixed, float* out, cudaStream_t s);
 
+// DSA index scores (backend.h dsa_select) of keys [0, pos0 + i] for query i into row i of scores
+// [n, pos0 + n]; the keys of the new tokens are already in the cache.   q: [n, heads * dim]; weights: [n,
+// heads]
+struct DsaArgs {
+    int n_heads, head_dim;
+    float scale, weight_scale;  // DsaShape
+};
+void dsa_scores(const float* q, const float* weights, const float* keys, int64_t n, int64_t pos0,
+                const DsaArgs& a, float* scores, cudaStream_t s);
+
 // Softmax over each row, top k (ties to the lower id), optionally renormalized.  logits: [n, n_experts]
 void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k, bool renormalize,
                         int32_t* ids, float* weights, cudaStream_t s);

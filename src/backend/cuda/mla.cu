@@ -3,6 +3,7 @@
 //   mla_attend   scores over the latent + rope-key cache, softmax, mixed = sum_s p(s) latent(s)
 //                (one block per (h, i); keys in tiles with a running max and sum, so any context fits)
 //   mla_output   out[i][h] = W_UV[h] mixed[i][h]                          block (i, h), warp per row
+// and the scoring half of the DSA indexer (dsa_scores), whose top-k the backend takes on the host.
 // W_UK[h] and W_UV[h] are rows of w_kvb, decoded element by element in any weight format.
 #include <cfloat>
 
@@ -125,7 +126,36 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// Block i: the index score of every key s <= pos0 + i for query i (warp per key).
+__global__ void __launch_bounds__(kThreads)
+    dsa_scores_kernel(const float* __restrict__ q, const float* __restrict__ weights,
+                      const float* __restrict__ keys, int64_t pos0, int64_t total, DsaArgs a,
+                      float* __restrict__ scores) {
+    const int64_t i = blockIdx.x, visible = pos0 + i + 1;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    const float* qi = q + i * a.n_heads * a.head_dim;
+    for (int64_t t = warp; t < visible; t += kThreads / kWarp) {
+        const float* kt = keys + t * a.head_dim;
+        float sum = 0.0f;
+        for (int h = 0; h < a.n_heads; ++h) {
+            float dot = 0.0f;
+            for (int d = lane; d < a.head_dim; d += kWarp) dot = fmaf(qi[h * a.head_dim + d], kt[d], dot);
+            dot = warp_sum(dot) * a.scale;
+            sum += weights[i * a.n_heads + h] * a.weight_scale * fmaxf(dot, 0.0f);
+        }
+        if (lane == 0) scores[i * total + t] = sum;
+    }
+}
+
 }  // namespace
+
+void dsa_scores(const float* q, const float* weights, const float* keys, int64_t n, int64_t pos0,
+                const DsaArgs& a, float* scores, cudaStream_t s) {
+    if (n == 0) return;
+    dsa_scores_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(q, weights, keys, pos0, pos0 + n, a,
+                                                                    scores);
+    cuda_check(cudaGetLastError(), "dsa_scores launch");
+}
 
 void mla_attention(const float* q, const float* latents, const float* rope_keys, const DeviceWeight& w_kvb,
                    int64_t n, int64_t pos0, const float* selection, int64_t sel_cols, const MlaArgs& a,

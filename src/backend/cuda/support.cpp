@@ -22,7 +22,7 @@ bool cuda_supports(const OpDesc& d) {
         case OpKind::layer_norm:
             return true;
         case OpKind::dsa_select:
-            return false;  // no kernel yet: runs on the CPU, counted
+            return true;  // scores on the device, the top-k on the host
         case OpKind::mla_attention:
             return true;  // any context (keys in tiles); kv_lora up to kCudaMlaMaxLatent
         case OpKind::count_:
