@@ -251,7 +251,7 @@ TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
         "        print(s.name, s.value, ','.join(k + '=' + v for k, v in sorted(s.labels.items())))\n";
     write_bytes(dir / "parse.py", script);
     const CommandResult p =
-        command_run("/usr/bin/python3 " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string());
+        command_run("/usr/bin/python3 " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string() + " 2>&1");
     if (p.output.find("No module named 'prometheus_client'") != std::string::npos)
         FAIL() << "python3-prometheus-client is missing (apt-get install python3-prometheus-client; .ci/run does)";
     ASSERT_EQ(p.exit_code, 0) << p.output;

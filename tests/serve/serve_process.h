@@ -121,13 +121,13 @@ private:
 
 struct CommandResult {
     int exit_code = -1;  // -1 when it did not exit normally
-    std::string output;  // stdout and stderr together
+    std::string output;  // what it wrote to stdout
 };
 
-// Runs a shell command line; captures stdout and stderr.
+// Runs a shell command line and captures its stdout (add "2>&1" to capture stderr too).
 inline CommandResult command_run(const std::string& cmd) {
     CommandResult r;
-    FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+    FILE* p = ::popen(cmd.c_str(), "r");
     if (!p) return r;
     char buf[4096];
     size_t n = 0;
