@@ -26,7 +26,8 @@ void openai_error_expect(const httplib::Result& r, int status, const std::string
     ASSERT_TRUE(body.is_object() && body.contains("error")) << r->body;
     const json& e = body["error"];
     ASSERT_TRUE(e.is_object()) << r->body;
-    for (const char* key : {"message", "type", "param", "code"}) EXPECT_TRUE(e.contains(key)) << key << ": " << r->body;
+    for (const char* key : {"message", "type", "param", "code"})
+        EXPECT_TRUE(e.contains(key)) << key << ": " << r->body;
     EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r->body;
     EXPECT_EQ(e["message"].get<std::string>().find('\n'), std::string::npos) << "one line: " << r->body;
     EXPECT_TRUE(e["type"].is_string()) << r->body;
@@ -72,25 +73,29 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
     openai_error_expect(c->Post(chat, "{\"model\": ", kJsonType), 400, "invalid_json");
     openai_error_expect(c->Post(chat, "[1, 2]", kJsonType), 400);
     openai_error_expect(c->Post(chat, R"({"model": "demo", "messages": "hello"})", kJsonType), 400);
-    openai_error_expect(c->Post(chat, R"({"model": 7, "messages": [{"role": "user", "content": "hi"}]})", kJsonType),
-                        400);
     openai_error_expect(
-        c->Post(chat, R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}], "temperature": "hot"})",
+        c->Post(chat, R"({"model": 7, "messages": [{"role": "user", "content": "hi"}]})", kJsonType), 400);
+    openai_error_expect(
+        c->Post(chat,
+                R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}], "temperature": "hot"})",
                 kJsonType),
         400);
     openai_error_expect(
-        c->Post(chat, R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2.5})",
+        c->Post(chat,
+                R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2.5})",
                 kJsonType),
         400);
-    openai_error_expect(c->Post(chat, R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", kJsonType),
-                        404, "model_not_found");
+    openai_error_expect(
+        c->Post(chat, R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", kJsonType),
+        404, "model_not_found");
     // Absurd max_tokens: beyond the context, zero, negative, and beyond any integer type.
     for (const char* n : {"1000000", "0", "-5", "99999999999999999999999"})
-        openai_error_expect(c->Post("/v1/completions",
-                                    std::string(R"({"model": "demo", "prompt": "In the beginning", "max_tokens": )") +
-                                        n + "}",
-                                    kJsonType),
-                            400);
+        openai_error_expect(
+            c->Post(
+                "/v1/completions",
+                std::string(R"({"model": "demo", "prompt": "In the beginning", "max_tokens": )") + n + "}",
+                kJsonType),
+            400);
     // A prompt longer than the context (512 tokens for the demo model).
     std::string long_prompt;
     for (int i = 0; i < 1000; ++i) long_prompt += "and the earth ";
@@ -98,8 +103,9 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
         c->Post("/v1/completions", json{{"model", kDemoId}, {"prompt", long_prompt}}.dump(), kJsonType), 400,
         "context_length_exceeded");
     // A prompt that fits, but not with the tokens asked for.
-    openai_error_expect(c->Post("/v1/chat/completions", chat_body(long_prompt.substr(0, 900), 500), kJsonType), 400,
-                        "context_length_exceeded");
+    openai_error_expect(
+        c->Post("/v1/chat/completions", chat_body(long_prompt.substr(0, 900), 500), kJsonType), 400,
+        "context_length_exceeded");
     // A body over --max-body-mb 1.
     const std::string huge = json{{"model", kDemoId}, {"prompt", std::string(2 << 20, 'a')}}.dump();
     openai_error_expect(c->Post("/v1/completions", huge, kJsonType), 413, "request_too_large");
@@ -108,11 +114,13 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
     // Anthropic's endpoint answers in Anthropic's shape.
     anthropic_error_expect(c->Post("/v1/messages", "not json", kJsonType), 400, "invalid_request_error");
     anthropic_error_expect(
-        c->Post("/v1/messages", R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}]})", kJsonType),
+        c->Post("/v1/messages", R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}]})",
+                kJsonType),
         400, "invalid_request_error");  // max_tokens is required there
     anthropic_error_expect(
         c->Post("/v1/messages",
-                R"({"model": "nope", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})", kJsonType),
+                R"({"model": "nope", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})",
+                kJsonType),
         404, "not_found_error");
     // After all that, the server still serves.
     const auto ok = c->Post(chat, chat_body("In the beginning", 4), kJsonType);
@@ -126,12 +134,14 @@ TEST(ServeApi, ApiKeyIsRequiredWhenSet) {
     auto c = server.client();
     const std::string body = chat_body("In the beginning", 3);
     openai_error_expect(c->Post("/v1/chat/completions", body, kJsonType), 401, "invalid_api_key");
-    openai_error_expect(c->Post("/v1/chat/completions", {{"Authorization", "Bearer wrong"}}, body, kJsonType), 401);
+    openai_error_expect(c->Post("/v1/chat/completions", {{"Authorization", "Bearer wrong"}}, body, kJsonType),
+                        401);
     openai_error_expect(c->Get("/v1/models"), 401);
     openai_error_expect(c->Get("/metrics"), 401);
     openai_error_expect(c->Get("/api/status"), 401);
     anthropic_error_expect(c->Post("/v1/messages", body, kJsonType), 401, "authentication_error");
-    const auto bearer = c->Post("/v1/chat/completions", {{"Authorization", "Bearer " + key}}, body, kJsonType);
+    const auto bearer =
+        c->Post("/v1/chat/completions", {{"Authorization", "Bearer " + key}}, body, kJsonType);
     ASSERT_TRUE(bearer);
     EXPECT_EQ(bearer->status, 200) << bearer->body;
     const auto header = c->Get("/v1/models", {{"x-api-key", key}});
@@ -150,16 +160,15 @@ TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
     ServeProcess server({"--queue", "1"});
     constexpr int kClients = 6;
     constexpr int kLongTokens = 400;  // long enough that the others arrive while it runs
-    const std::string body = json{{"model", kDemoId},
-                                  {"prompt", "In the beginning"},
-                                  {"max_tokens", kLongTokens},
-                                  {"ignore_eos", true}}
-                                 .dump();
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", kLongTokens},
+        {"ignore_eos", true}}.dump();
     std::vector<std::future<httplib::Result>> answers;
     for (int i = 0; i < kClients; ++i)
-        answers.push_back(std::async(std::launch::async, [&] {
-            return server.client()->Post("/v1/completions", body, kJsonType);
-        }));
+        answers.push_back(std::async(
+            std::launch::async, [&] { return server.client()->Post("/v1/completions", body, kJsonType); }));
     int ok = 0, busy = 0;
     for (auto& f : answers) {
         const httplib::Result r = f.get();
@@ -186,12 +195,12 @@ TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
 TEST(ServeApi, DisconnectingStreamCancelsItsGeneration) {
     ServeProcess server;
     constexpr int kTokens = 500;
-    const std::string body = json{{"model", kDemoId},
-                                  {"prompt", "In the beginning"},
-                                  {"max_tokens", kTokens},
-                                  {"ignore_eos", true},
-                                  {"stream", true}}
-                                 .dump();
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", kTokens},
+        {"ignore_eos", true},
+        {"stream", true}}.dump();
     // Reads the first event, then closes the connection (the receiver returning false aborts it).
     httplib::Request req;
     req.method = "POST";
@@ -229,9 +238,9 @@ TEST(ServeApi, DisconnectingStreamCancelsItsGeneration) {
 TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
     ServeProcess server;
     auto c = server.client();
-    const auto gen = c->Post("/v1/completions",
-                             json{{"model", kDemoId}, {"prompt", "In the beginning"}, {"max_tokens", 8}}.dump(),
-                             kJsonType);
+    const auto gen = c->Post(
+        "/v1/completions", json{{"model", kDemoId}, {"prompt", "In the beginning"}, {"max_tokens", 8}}.dump(),
+        kJsonType);
     ASSERT_TRUE(gen);
     ASSERT_EQ(gen->status, 200);
     const json usage = json::parse(gen->body)["usage"];
@@ -250,10 +259,11 @@ TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
         "    for s in f.samples:\n"
         "        print(s.name, s.value, ','.join(k + '=' + v for k, v in sorted(s.labels.items())))\n";
     write_bytes(dir / "parse.py", script);
-    const CommandResult p =
-        command_run("/usr/bin/python3 " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string() + " 2>&1");
+    const CommandResult p = command_run("/usr/bin/python3 " + (dir / "parse.py").string() + " " +
+                                        (dir / "metrics.txt").string() + " 2>&1");
     if (p.output.find("No module named 'prometheus_client'") != std::string::npos)
-        FAIL() << "python3-prometheus-client is missing (apt-get install python3-prometheus-client; .ci/run does)";
+        FAIL() << "python3-prometheus-client is missing (apt-get install python3-prometheus-client; .ci/run "
+                  "does)";
     ASSERT_EQ(p.exit_code, 0) << p.output;
     const auto has = [&](const std::string& line) {
         EXPECT_NE(p.output.find(line), std::string::npos) << "missing '" << line << "' in:\n" << p.output;

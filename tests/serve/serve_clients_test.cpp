@@ -22,7 +22,8 @@ constexpr int kVirtualTimeMs = 5000;
 void completion_send(httplib::Client& c, int max_tokens) {
     const auto r = c.Post(
         "/v1/completions",
-        json{{"model", kDemoId}, {"prompt", "And God said"}, {"max_tokens", max_tokens}, {"temperature", 0}}.dump(),
+        json{{"model", kDemoId}, {"prompt", "And God said"}, {"max_tokens", max_tokens}, {"temperature", 0}}
+            .dump(),
         "application/json");
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
@@ -49,8 +50,8 @@ TEST(ServeClients, OfficialOpenAIAndAnthropicSdks) {
             << "the npm package " << pkg << " is not installed: run `npm ci --prefix tests/serve/clients` "
             << "(.ci/run does)";
     ServeProcess server;
-    const CommandResult r =
-        command_run("node " + (kClientsDir / "clients.mjs").string() + " " + server.base_url() + " " + kDemoId + " 2>&1");
+    const CommandResult r = command_run("node " + (kClientsDir / "clients.mjs").string() + " " +
+                                        server.base_url() + " " + kDemoId + " 2>&1");
     EXPECT_EQ(r.exit_code, 0) << r.output << "\nserver:\n" << server.err();
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"((\d+) passed, (\d+) failed)"))) << r.output;
@@ -66,7 +67,8 @@ TEST(ServeClients, StatusPageShowsLiveNumbersInChromium) {
     TempDir profile("chromium");
     const std::string flags = " --user-data-dir=" + profile.path().string() + " ";
     const auto dom_of_page = [&] {
-        const CommandResult r = command_run(chromium + flags + "--dump-dom " + server.base_url() + "/ 2>/dev/null");
+        const CommandResult r =
+            command_run(chromium + flags + "--dump-dom " + server.base_url() + "/ 2>/dev/null");
         EXPECT_EQ(r.exit_code, 0);
         return r.output;
     };
@@ -94,15 +96,17 @@ TEST(ServeClients, StatusPageShowsLiveNumbersInChromium) {
     completion_send(*c, 16);
     const std::string after = dom_of_page();
     EXPECT_EQ(element_text(after, "generated"), std::to_string(generated_now())) << after;
-    EXPECT_GT(std::stoll("0" + element_text(after, "generated")), std::stoll("0" + element_text(before, "generated")));
+    EXPECT_GT(std::stoll("0" + element_text(after, "generated")),
+              std::stoll("0" + element_text(before, "generated")));
 
     // The screenshot is kept as a test artifact.
     const fs::path artifacts = COLI_ARTIFACT_DIR;
     fs::create_directories(artifacts);
     const fs::path png = artifacts / "status.png";
     fs::remove(png);
-    const CommandResult shot = command_run(chromium + flags + "--window-size=1280,900 --screenshot=" + png.string() +
-                                           " " + server.base_url() + "/ 2>&1");
+    const CommandResult shot =
+        command_run(chromium + flags + "--window-size=1280,900 --screenshot=" + png.string() + " " +
+                    server.base_url() + "/ 2>&1");
     EXPECT_EQ(shot.exit_code, 0) << shot.output;
     const std::string bytes = read_bytes(png);
     ASSERT_GT(bytes.size(), 8u) << "no screenshot at " << png << ": " << shot.output;
