@@ -23,7 +23,8 @@ json body_parse(std::string_view body) {
     json j;
     try {
         j = json::parse(body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // A syntax error, or a number too large for a double (out_of_range, found by fuzz_request).
         // nlohmann's message starts with "[json.exception.parse_error.101] ": keep only the sentence.
         std::string what = e.what();
         if (const size_t at = what.find("] "); at != std::string::npos) what.erase(0, at + 2);
@@ -35,6 +36,11 @@ json body_parse(std::string_view body) {
 
 const char* type_name(const json& v) {
     return v.type_name();
+}
+
+// A client's string inside an error message: JSON-quoted, so that it stays on one line.
+std::string json_quoted(const std::string& s) {
+    return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // The field, or nullptr when it is absent or null (OpenAI treats null as absent).
@@ -192,8 +198,8 @@ GenerationRequest chat_request_parse(std::string_view body, const RequestLimits&
         std::string role_name = string_get(*role, where + ".role");
         if (role_name == "developer") role_name = "system";  // OpenAI's newer name for the system message
         if (role_name != "system" && role_name != "user" && role_name != "assistant")
-            invalid_request(fmt::format("'{}.role' must be system, developer, user or assistant, got '{}'",
-                                        where, role_name),
+            invalid_request(fmt::format("'{}.role' must be system, developer, user or assistant, got {}",
+                                        where, json_quoted(role_name)),
                             where + ".role");
         const json* content = field(m, "content");
         r.messages.push_back(
@@ -257,8 +263,9 @@ GenerationRequest messages_request_parse(std::string_view body, const RequestLim
         if (!role) invalid_request(fmt::format("'{}.role' is required", where), where + ".role");
         const std::string role_name = string_get(*role, where + ".role");
         if (role_name != "user" && role_name != "assistant")
-            invalid_request(fmt::format("'{}.role' must be user or assistant, got '{}'", where, role_name),
-                            where + ".role");
+            invalid_request(
+                fmt::format("'{}.role' must be user or assistant, got {}", where, json_quoted(role_name)),
+                where + ".role");
         const json* content = field(m, "content");
         if (!content) invalid_request(fmt::format("'{}.content' is required", where), where + ".content");
         r.messages.push_back({role_name, content_get(*content, where + ".content")});

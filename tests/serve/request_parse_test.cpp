@@ -80,6 +80,8 @@ TEST(RequestParse, BadInputNamesTheField) {
     EXPECT_EQ(chat("{").code, "invalid_json");
     EXPECT_EQ(chat("").code, "invalid_json");
     EXPECT_EQ(chat("[]").kind, ErrorKind::invalid_request);
+    // A number beyond a double is nlohmann's out_of_range, not a parse_error: still a 400 (found by fuzzing).
+    EXPECT_EQ(chat(R"({"model": "m", "max_tokens": 1e400})").code, "invalid_json");
     EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "x"}]})").param, "model");
     EXPECT_EQ(chat(R"({"model": "m"})").param, "messages");
     EXPECT_EQ(chat(R"({"model": "m", "messages": []})").param, "messages");

@@ -72,6 +72,7 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
     const char* chat = "/v1/chat/completions";
     openai_error_expect(c->Post(chat, "{\"model\": ", kJsonType), 400, "invalid_json");
     openai_error_expect(c->Post(chat, "[1, 2]", kJsonType), 400);
+    openai_error_expect(c->Post(chat, R"({"model": "demo", "max_tokens": 1e400})", kJsonType), 400, "invalid_json");
     openai_error_expect(c->Post(chat, R"({"model": "demo", "messages": "hello"})", kJsonType), 400);
     openai_error_expect(
         c->Post(chat, R"({"model": 7, "messages": [{"role": "user", "content": "hi"}]})", kJsonType), 400);
