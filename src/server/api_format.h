@@ -20,7 +20,7 @@ public:
     virtual std::string stream_text(const std::string& piece) const = 0;  // one text piece
     virtual std::string stream_end(const GenerateResult& r) const = 0;    // finish reason, usage, end marker
     virtual std::string stream_error(const ApiError& e) const = 0;        // a failure after the stream began
-    virtual std::string error_body(const ApiError& e) const = 0;          // a failure before it began
+    virtual std::string error_body(const ApiError& e) const = 0;          // a failure, as a whole body
 };
 
 // `model_id` is echoed in every answer. Each is defined beside its API (openai_api.cpp,

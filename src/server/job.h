@@ -55,15 +55,15 @@ public:
     const ApiError& error() const { return error_; }          // after failed
 
 private:
-    GenerationRequest request_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    JobState state_ = JobState::queued;  // guarded by mu_
-    std::string pending_;                // text not yet taken, guarded by mu_
-    int64_t prompt_tokens_ = 0;          // set by start()
-    GenerateResult result_;              // set by finish()
-    ApiError error_;                     // set by fail()
-    std::atomic<bool> cancelled_{false};
+    GenerationRequest request_;           // what was asked
+    std::mutex mu_;                       // guards everything below but cancelled_
+    std::condition_variable cv_;          // signals text and state changes to the HTTP thread
+    JobState state_ = JobState::queued;   // guarded by mu_
+    std::string pending_;                 // text not yet taken, guarded by mu_
+    int64_t prompt_tokens_ = 0;           // set by start()
+    GenerateResult result_;               // set by finish()
+    ApiError error_;                      // set by fail()
+    std::atomic<bool> cancelled_{false};  // the client went away or the server stops
 };
 
 }  // namespace coli::server

@@ -20,8 +20,9 @@ namespace coli::server {
 
 namespace {
 
-// How long a streaming answer waits for text before looking again (the worker wakes it sooner).
-constexpr std::chrono::milliseconds kStreamPoll{500};
+// How long an answer waits for text before it checks that its client is still there (the worker wakes
+// it sooner when there is text): the longest a disconnected client's generation goes on.
+constexpr std::chrono::milliseconds kStreamPoll{100};
 // HTTP threads besides those that requests waiting for the model may hold: the running request, and
 // /health, /metrics and the status page while the queue is full.
 constexpr size_t kSpareThreads = 8;
@@ -101,12 +102,12 @@ struct Server::Impl {
     void generate_handle(ApiKind api, const httplib::Request& req, httplib::Response& res);
     bool authorized(const httplib::Request& req) const;
 
-    ServerOptions opts;
-    Metrics metrics;
-    Worker worker;
-    RequestLimits limits;
-    int64_t created;  // Unix seconds at start: the model's "created" in /v1/models
-    httplib::Server http;
+    ServerOptions opts;    // as given, model_id filled in
+    Metrics metrics;       // counters behind /metrics and /api/status
+    Worker worker;         // runs the model, one request at a time
+    RequestLimits limits;  // what the request parsers check against
+    int64_t created;       // Unix seconds at start: the model's "created" in /v1/models
+    httplib::Server http;  // the listening socket and its threads
 };
 
 bool Server::Impl::authorized(const httplib::Request& req) const {
@@ -228,33 +229,44 @@ void Server::Impl::generate_handle(ApiKind api, const httplib::Request& req, htt
                           anthropic);
     }
     if (job->wait_started() == JobState::failed) return error_send(res, job->error(), anthropic);
-    if (!stream) {
-        if (job->wait_done() == JobState::failed) return error_send(res, job->error(), anthropic);
-        // Only shutdown cancels a request whose client cannot be watched (nothing is written until the end).
-        if (job->result().finish == FinishReason::cancelled)
-            return error_send(
-                res, {ErrorKind::unavailable, "the server is shutting down", "", "shutting_down"}, anthropic);
-        return res.set_content(format->body(job->result()), kJson);
-    }
-    res.set_header("Cache-Control", "no-cache");
+    // From here the status is 200. Both kinds of answer are written by a provider that watches the
+    // connection while the worker generates, so that a client that goes away cancels its generation; a
+    // non-streaming answer is one JSON body, sent chunked when it is complete.
+    if (stream) res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream",
-        [job, format](size_t, httplib::DataSink& sink) {
-            // A failed write means the client is gone: cancel, and the worker stops at the next token.
+        stream ? "text/event-stream" : kJson,
+        [job, format, stream](size_t, httplib::DataSink& sink) {
+            // A failed write, or a peer that closed its end, means the client is gone: cancel, and the
+            // worker stops at its next token.
             const auto send = [&](const std::string& s) {
                 if (s.empty() || sink.write(s.data(), s.size())) return true;
                 job->cancel();
                 return false;
             };
+            const auto gone = [&] {
+                if (sink.is_writable()) return false;
+                job->cancel();
+                return true;
+            };
             JobUpdate u = job->take(std::chrono::milliseconds(0));
-            if (!send(format->stream_begin(u.prompt_tokens))) return false;
+            if (stream && !send(format->stream_begin(u.prompt_tokens))) return false;
             for (;; u = job->take(kStreamPoll)) {
-                if (!u.text.empty() && !send(format->stream_text(u.text))) return false;
+                if (stream && !u.text.empty() && !send(format->stream_text(u.text))) return false;
                 if (u.state == JobState::finished || u.state == JobState::failed) break;
+                if (gone()) return false;
             }
-            if (!send(u.state == JobState::finished ? format->stream_end(job->result())
-                                                    : format->stream_error(job->error())))
-                return false;
+            std::string last;
+            if (stream)
+                last = u.state == JobState::finished ? format->stream_end(job->result())
+                                                     : format->stream_error(job->error());
+            else if (u.state == JobState::failed)
+                last = format->error_body(job->error());
+            else if (job->result().finish == FinishReason::cancelled)  // the client is here: it was shutdown
+                last = format->error_body(
+                    {ErrorKind::unavailable, "the server is shutting down", "", "shutting_down"});
+            else
+                last = format->body(job->result());
+            if (!send(last)) return false;
             sink.done();
             return true;
         },

@@ -39,20 +39,20 @@ private:
     void job_run(Job& job);
     void engine_snapshot();  // copies the engine's counters into the metrics (on this thread)
 
-    Engine& engine_;
-    Metrics& metrics_;
-    const size_t queue_limit_;
-    bool chat_supported_ = false;
-    std::unique_ptr<Conversation> conversation_;
-    std::mt19937_64 seeds_;  // seeds for requests that give none
+    Engine& engine_;                              // the model and its counters
+    Metrics& metrics_;                            // where progress is reported
+    const size_t queue_limit_;                    // most jobs waiting
+    bool chat_supported_ = false;                 // the model has a chat template
+    std::unique_ptr<Conversation> conversation_;  // tokenizer, template, session and its cached prefix
+    std::mt19937_64 seeds_;                       // seeds for requests that give none
 
-    mutable std::mutex mu_;
-    std::condition_variable cv_;
+    mutable std::mutex mu_;                   // guards the queue and the flags below
+    std::condition_variable cv_;              // wakes the thread for a job or stop()
     std::deque<std::shared_ptr<Job>> queue_;  // waiting jobs, oldest first; guarded by mu_
     std::shared_ptr<Job> running_;            // the job being generated, guarded by mu_
     bool stopping_ = false;                   // guarded by mu_
     std::mutex stop_mu_;                      // one stop() at a time
-    std::thread thread_;
+    std::thread thread_;                      // runs loop()
 };
 
 }  // namespace coli::server

@@ -72,7 +72,8 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
     const char* chat = "/v1/chat/completions";
     openai_error_expect(c->Post(chat, "{\"model\": ", kJsonType), 400, "invalid_json");
     openai_error_expect(c->Post(chat, "[1, 2]", kJsonType), 400);
-    openai_error_expect(c->Post(chat, R"({"model": "demo", "max_tokens": 1e400})", kJsonType), 400, "invalid_json");
+    openai_error_expect(c->Post(chat, R"({"model": "demo", "max_tokens": 1e400})", kJsonType), 400,
+                        "invalid_json");
     openai_error_expect(c->Post(chat, R"({"model": "demo", "messages": "hello"})", kJsonType), 400);
     openai_error_expect(
         c->Post(chat, R"({"model": 7, "messages": [{"role": "user", "content": "hi"}]})", kJsonType), 400);
@@ -234,6 +235,34 @@ TEST(ServeApi, DisconnectingStreamCancelsItsGeneration) {
     const auto after = m->Post("/v1/chat/completions", chat_body("In the beginning", 4), kJsonType);
     ASSERT_TRUE(after);
     EXPECT_EQ(after->status, 200) << after->body;
+}
+
+TEST(ServeApi, DisconnectingNonStreamingClientCancelsToo) {
+    ServeProcess server;
+    constexpr int kTokens = 500;
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", kTokens},
+        {"ignore_eos", true}}.dump();
+    // A client that gives up long before the answer is ready, and closes the connection.
+    auto impatient = server.client();
+    impatient->set_read_timeout(0, 50'000);
+    const auto r = impatient->Post("/v1/completions", body, kJsonType);
+    EXPECT_FALSE(r) << "answered within 50 ms: " << r->body;
+    impatient->stop();
+    auto m = server.client();
+    double cancelled = 0, generated = 0, running = 1;
+    for (int i = 0; i < 100 && running != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const auto r = m->Get("/metrics");
+        ASSERT_TRUE(r);
+        cancelled = metric_value(r->body, "coli_generations_cancelled_total");
+        generated = metric_value(r->body, "coli_generated_tokens_total");
+        running = metric_value(r->body, "coli_requests_running");
+    }
+    EXPECT_EQ(cancelled, 1) << server.err();
+    EXPECT_LT(generated, kTokens);
 }
 
 TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
