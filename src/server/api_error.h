@@ -35,6 +35,10 @@ struct ApiException {
     ApiError error;  // what to answer
 };
 
+// What a request still waiting, or cut short, gets when the server stops.
+inline const ApiError kShuttingDown{ErrorKind::unavailable, "the server is shutting down", "",
+                                    "shutting_down"};
+
 // Throws ApiException{invalid_request, message, param, code}.
 [[noreturn]] void invalid_request(std::string message, std::string param = {}, std::string code = {});
 

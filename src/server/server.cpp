@@ -218,9 +218,7 @@ void Server::Impl::generate_handle(ApiKind api, const httplib::Request& req, htt
     const bool stream = r.stream;
     auto job = std::make_shared<Job>(std::move(r));
     if (!worker.submit(job)) {
-        if (worker.stopping())
-            return error_send(
-                res, {ErrorKind::unavailable, "the server is shutting down", "", "shutting_down"}, anthropic);
+        if (worker.stopping()) return error_send(res, kShuttingDown, anthropic);
         return error_send(res,
                           {ErrorKind::queue_full,
                            fmt::format("the server is busy: {} requests are already waiting; retry later",
@@ -255,17 +253,13 @@ void Server::Impl::generate_handle(ApiKind api, const httplib::Request& req, htt
                 if (u.state == JobState::finished || u.state == JobState::failed) break;
                 if (gone()) return false;
             }
-            std::string last;
-            if (stream)
-                last = u.state == JobState::finished ? format->stream_end(job->result())
-                                                     : format->stream_error(job->error());
-            else if (u.state == JobState::failed)
-                last = format->error_body(job->error());
-            else if (job->result().finish == FinishReason::cancelled)  // the client is here: it was shutdown
-                last = format->error_body(
-                    {ErrorKind::unavailable, "the server is shutting down", "", "shutting_down"});
-            else
-                last = format->body(job->result());
+            // A generation cancelled while its client is still here was cancelled by shutdown.
+            const bool finished =
+                u.state == JobState::finished && job->result().finish != FinishReason::cancelled;
+            const ApiError error = u.state == JobState::failed ? job->error() : kShuttingDown;
+            const std::string last =
+                finished ? (stream ? format->stream_end(job->result()) : format->body(job->result()))
+                         : (stream ? format->stream_error(error) : format->error_body(error));
             if (!send(last)) return false;
             sink.done();
             return true;

@@ -69,8 +69,7 @@ void Worker::stop() {
         dropped.swap(queue_);
         cv_.notify_all();
     }
-    for (auto& job : dropped)
-        job->fail({ErrorKind::unavailable, "the server is shutting down", "", "shutting_down"});
+    for (auto& job : dropped) job->fail(kShuttingDown);
     if (thread_.joinable()) thread_.join();
 }
 

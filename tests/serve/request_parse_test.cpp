@@ -85,9 +85,11 @@ TEST(RequestParse, BadInputNamesTheField) {
     EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "x"}]})").param, "model");
     EXPECT_EQ(chat(R"({"model": "m"})").param, "messages");
     EXPECT_EQ(chat(R"({"model": "m", "messages": []})").param, "messages");
-    EXPECT_EQ(chat(R"({"model": "m", "messages": [{"role": "tool", "content": "x"}]})").param, "messages[0].role");
-    EXPECT_EQ(chat(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})").param,
-              "messages[0].content[0]");
+    EXPECT_EQ(chat(R"({"model": "m", "messages": [{"role": "tool", "content": "x"}]})").param,
+              "messages[0].role");
+    EXPECT_EQ(
+        chat(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})").param,
+        "messages[0].content[0]");
     const std::string ok = R"({"model": "m", "messages": [{"role": "user", "content": "x"}], )";
     EXPECT_EQ(chat((ok + R"("max_tokens": 513})").c_str()).param, "max_tokens");
     EXPECT_EQ(chat((ok + R"("max_tokens": 0})").c_str()).param, "max_tokens");
@@ -101,22 +103,27 @@ TEST(RequestParse, BadInputNamesTheField) {
     EXPECT_EQ(chat((ok + R"("stop": [""]})").c_str()).param, "stop");
     EXPECT_EQ(chat((ok + R"("stream": "yes"})").c_str()).param, "stream");
     EXPECT_EQ(chat((ok + R"("n": 2})").c_str()).param, "n");
-    EXPECT_EQ(error_of([] { completion_request_parse(R"({"model": "m", "prompt": ["a", "b"]})", kLimits); }).param,
+    EXPECT_EQ(
+        error_of([] { completion_request_parse(R"({"model": "m", "prompt": ["a", "b"]})", kLimits); }).param,
+        "prompt");
+    EXPECT_EQ(error_of([] { completion_request_parse(R"({"model": "m", "prompt": ""})", kLimits); }).param,
               "prompt");
-    EXPECT_EQ(error_of([] { completion_request_parse(R"({"model": "m", "prompt": ""})", kLimits); }).param, "prompt");
     EXPECT_EQ(error_of([] {
-                  messages_request_parse(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})", kLimits);
+                  messages_request_parse(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})",
+                                         kLimits);
               }).param,
               "max_tokens");
+    EXPECT_EQ(
+        error_of([] {
+            messages_request_parse(
+                R"({"model": "m", "max_tokens": 3, "temperature": 1.5, "messages": [{"role": "user", "content": "x"}]})",
+                kLimits);
+        }).param,
+        "temperature");
     EXPECT_EQ(error_of([] {
                   messages_request_parse(
-                      R"({"model": "m", "max_tokens": 3, "temperature": 1.5, "messages": [{"role": "user", "content": "x"}]})",
+                      R"({"model": "m", "max_tokens": 3, "messages": [{"role": "system", "content": "x"}]})",
                       kLimits);
-              }).param,
-              "temperature");
-    EXPECT_EQ(error_of([] {
-                  messages_request_parse(
-                      R"({"model": "m", "max_tokens": 3, "messages": [{"role": "system", "content": "x"}]})", kLimits);
               }).param,
               "messages.0.role");
 }

@@ -322,5 +322,38 @@ TEST(ServeApi, StopsCleanlyOnSigterm) {
     EXPECT_NE(err.find("ops on cpu:"), std::string::npos) << "the final statistics: " << err;
 }
 
+TEST(ServeApi, SigtermEndsARunningStreamWithAnErrorEvent) {
+    ServeProcess server;
+    const std::string body = json{
+        {"model", kDemoId},
+        {"messages", {{{"role", "user"}, {"content", "In the beginning"}}}},
+        {"max_tokens", 500},
+        {"ignore_eos", true},
+        {"stream", true}}.dump();
+    std::atomic<bool> streaming{false};
+    std::string received;
+    std::thread client([&] {
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/chat/completions";
+        req.body = body;
+        req.set_header("Content-Type", kJsonType);
+        req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+            received.append(data, n);
+            streaming = true;
+            return true;
+        };
+        server.client()->send(req);
+    });
+    while (!streaming) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(server.stop(), 0) << server.err();
+    client.join();
+    // The client learns why its answer ended, in the API's error shape, and the stream is closed properly.
+    EXPECT_NE(received.find(R"("code":"shutting_down")"), std::string::npos) << received;
+    const std::string done = "data: [DONE]\n\n";
+    ASSERT_GE(received.size(), done.size()) << received;
+    EXPECT_EQ(received.substr(received.size() - done.size()), done);
+}
+
 }  // namespace
 }  // namespace coli::test
