@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -13,6 +14,21 @@ namespace {
 
 // How often the running generation copies the engine's counters for /metrics and the status page.
 constexpr std::chrono::milliseconds kSnapshotInterval{250};
+
+// Guards the tok/s of a generation too short to time.
+constexpr double kMinSeconds = 1e-9;
+
+const char* api_name(ApiKind api) {
+    switch (api) {
+        case ApiKind::chat:
+            return "chat";
+        case ApiKind::completion:
+            return "completion";
+        case ApiKind::messages:
+            return "messages";
+    }
+    return "?";
+}
 
 const char* finish_name(FinishReason f) {
     switch (f) {
@@ -143,9 +159,10 @@ void Worker::job_run(Job& job) {
             });
         const bool cancelled = result.finish == FinishReason::cancelled;
         metrics_.generation_end(result.completion_tokens, result.cached_tokens, cancelled);
-        log_info("  generated {} tokens after a prompt of {} ({} reused from the cache): {}",
-                 result.completion_tokens, result.prompt_tokens, result.cached_tokens,
-                 finish_name(result.finish));
+        const GenerationStats& g = conversation_->session().last_stats();
+        log_info("{}: {} tokens after a prompt of {} ({} reused from the cache), decode {:.1f} tok/s, {}",
+                 api_name(r.api), result.completion_tokens, result.prompt_tokens, result.cached_tokens,
+                 g.decode_tokens / std::max(g.decode_seconds, kMinSeconds), finish_name(result.finish));
         job.finish(result);
     } catch (const std::exception& e) {
         // The conversation dropped its cache; the next request starts clean.
