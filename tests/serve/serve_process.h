@@ -31,9 +31,11 @@ inline constexpr const char* kDemoId = "demo";
 
 class ServeProcess {
 public:
-    // Starts `coli serve --model models/demo --port 0 <flags>` and waits until it listens.
+    // Starts `coli serve --model models/demo --port 0 --hot-set none <flags>` and waits until it listens.
     explicit ServeProcess(const std::vector<std::string>& flags = {}) : dir_("serve") {
-        std::vector<std::string> args = {COLI_BINARY, "serve", "--model", kDemoModel.string(), "--port", "0"};
+        // No hot set: servers of tests running in parallel would share one routing-history file in the model.
+        std::vector<std::string> args = {COLI_BINARY, "serve", "--model",   kDemoModel.string(),
+                                         "--port",    "0",     "--hot-set", "none"};
         args.insert(args.end(), flags.begin(), flags.end());
         std::vector<char*> argv;
         for (std::string& a : args) argv.push_back(a.data());
