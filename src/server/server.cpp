@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
@@ -122,6 +123,12 @@ bool Server::Impl::authorized(const httplib::Request& req) const {
 void Server::Impl::routes_add() {
     http.new_task_queue = [n = opts.queue_limit + kSpareThreads] { return new httplib::ThreadPool(n); };
     http.set_payload_max_length(opts.max_body_bytes);
+    // httplib's default also sets SO_REUSEPORT, which lets a second server bind a port already in use and
+    // take half of its connections: only SO_REUSEADDR (a restart need not wait for TIME_WAIT).
+    http.set_socket_options([](socket_t sock) {
+        const int on = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    });
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
         error_send(res,

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/process.h"
 #include "serve_process.h"
 
 namespace coli::test {
@@ -308,6 +309,16 @@ TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
     has("coli_expert_hit_rate ");
     has("coli_expert_bytes_read_total ");
     has("coli_tokens_per_second ");
+}
+
+TEST(ServeApi, APortInUseIsAOneLineError) {
+    ServeProcess server;
+    const ProcessResult r = coli_run("serve --hot-set none --model " + kDemoModel.string() + " --port " +
+                                     std::to_string(server.port()));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("coli: error: cannot listen on 127.0.0.1:" + std::to_string(server.port())),
+              std::string::npos)
+        << r.err;
 }
 
 TEST(ServeApi, StopsCleanlyOnSigterm) {
