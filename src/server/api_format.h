@@ -24,7 +24,7 @@ public:
 };
 
 // `model_id` is echoed in every answer. Each is defined beside its API (openai_api.cpp,
-// anthropic_api.cpp); api_format_new picks by r.api.
+// anthropic_api.cpp); api_format_new (api_format.cpp) picks by r.api.
 std::unique_ptr<ApiFormat> openai_format_new(const GenerationRequest& r, const std::string& model_id);
 std::unique_ptr<ApiFormat> anthropic_format_new(const GenerationRequest& r, const std::string& model_id);
 std::unique_ptr<ApiFormat> api_format_new(const GenerationRequest& r, const std::string& model_id);

@@ -1,10 +1,8 @@
 // OpenAI's chat completion and completion answers: chat.completion / text_completion objects, and their
 // streamed chunks ("data: {...}" events ending with "data: [DONE]").
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <ctime>
-#include <random>
 
 #include "server/api_format.h"
 
@@ -112,15 +110,6 @@ private:
 
 std::unique_ptr<ApiFormat> openai_format_new(const GenerationRequest& r, const std::string& model_id) {
     return std::make_unique<OpenAIFormat>(r, model_id);
-}
-
-std::unique_ptr<ApiFormat> api_format_new(const GenerationRequest& r, const std::string& model_id) {
-    return r.api == ApiKind::messages ? anthropic_format_new(r, model_id) : openai_format_new(r, model_id);
-}
-
-std::string response_id(const char* prefix) {
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    return fmt::format("{}{:016x}{:08x}", prefix, rng(), static_cast<uint32_t>(rng()));
 }
 
 std::string models_body(const std::string& model_id, int64_t created) {
