@@ -24,9 +24,10 @@ namespace {
 // How long an answer waits for text before it checks that its client is still there (the worker wakes
 // it sooner when there is text): the longest a disconnected client's generation goes on.
 constexpr std::chrono::milliseconds kStreamPoll{100};
-// HTTP threads besides those that requests waiting for the model may hold: the running request, and
-// /health, /metrics and the status page while the queue is full.
-constexpr size_t kSpareThreads = 8;
+// HTTP threads besides those that requests waiting for the model hold: the running request, requests
+// being refused (429) while the queue is full, /health, /metrics, the status page, and idle keep-alive
+// connections. A connection beyond all threads waits for one (httplib queues it) instead of being answered.
+constexpr size_t kSpareThreads = 32;
 
 const char* kJson = "application/json";
 
