@@ -144,9 +144,28 @@ int max_tokens_get(const json& v, const std::string& name, const RequestLimits& 
     return static_cast<int>(integer_get(v, name, 1, limits.max_ctx));
 }
 
+// Whether a value asks for nothing: null, false, 0, "", [] or {} (what clients send for "off").
+bool is_neutral(const json& v) {
+    if (v.is_boolean()) return !v.get<bool>();
+    if (v.is_number()) return v.get<double>() == 0;
+    if (v.is_string()) return v.get<std::string>().empty();
+    return v.empty();  // null, [] or {}
+}
+
+// Options that would change the answer but are not implemented: asking for one is an error rather than a
+// silent no-op (DESIGN.md rule 3); their "off" values are accepted.
+void unsupported_reject(const json& j, std::initializer_list<const char*> names) {
+    for (const char* name : names)
+        if (const json* v = field(j, name); v && !is_neutral(*v))
+            invalid_request(fmt::format("'{}' is not supported by this server", name), name,
+                            "unsupported_parameter");
+}
+
 // The fields OpenAI's chat and completion requests share.
 void openai_common_parse(const json& j, const RequestLimits& limits, GenerationRequest& r) {
     r.model = model_get(j);
+    unsupported_reject(j, {"frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs",
+                           "tools", "functions"});
     r.sampler.temperature = 1;  // OpenAI's default
     if (const json* v = field(j, "max_completion_tokens"))
         r.max_tokens = max_tokens_get(*v, "max_completion_tokens", limits);
@@ -184,6 +203,10 @@ GenerationRequest chat_request_parse(std::string_view body, const RequestLimits&
     GenerationRequest r;
     r.api = ApiKind::chat;
     openai_common_parse(j, limits, r);
+    if (const json* v = field(j, "response_format");
+        v && !(v->is_object() && v->value("type", json("text")) == json("text")))
+        invalid_request("'response_format' other than {\"type\": \"text\"} is not supported by this server",
+                        "response_format", "unsupported_parameter");
     const json* msgs = field(j, "messages");
     if (!msgs) invalid_request("'messages' is required", "messages");
     if (!msgs->is_array() || msgs->empty())
@@ -214,6 +237,11 @@ GenerationRequest completion_request_parse(std::string_view body, const RequestL
     r.api = ApiKind::completion;
     r.max_tokens = std::min<int64_t>(kCompletionDefaultTokens, limits.max_ctx);
     openai_common_parse(j, limits, r);
+    unsupported_reject(j, {"echo", "suffix"});
+    if (const json* v = field(j, "best_of");
+        v && integer_get(*v, "best_of", 1, std::numeric_limits<int>::max()) != 1)
+        invalid_request("'best_of' must be 1: one candidate per request is supported", "best_of",
+                        "unsupported_parameter");
     const json* p = field(j, "prompt");
     if (!p) invalid_request("'prompt' is required", "prompt");
     if (p->is_array()) {
@@ -233,6 +261,7 @@ GenerationRequest messages_request_parse(std::string_view body, const RequestLim
     GenerationRequest r;
     r.api = ApiKind::messages;
     r.model = model_get(j);
+    unsupported_reject(j, {"tools"});
     r.sampler.temperature = 1;  // Anthropic's default
     const json* mt = field(j, "max_tokens");
     if (!mt) invalid_request("'max_tokens' is required", "max_tokens");

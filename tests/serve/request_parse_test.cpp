@@ -103,6 +103,22 @@ TEST(RequestParse, BadInputNamesTheField) {
     EXPECT_EQ(chat((ok + R"("stop": [""]})").c_str()).param, "stop");
     EXPECT_EQ(chat((ok + R"("stream": "yes"})").c_str()).param, "stream");
     EXPECT_EQ(chat((ok + R"("n": 2})").c_str()).param, "n");
+    // Options that would change the answer are refused, not ignored; their "off" values pass.
+    EXPECT_EQ(chat((ok + R"("presence_penalty": 0.5})").c_str()).code, "unsupported_parameter");
+    EXPECT_EQ(chat((ok + R"("logprobs": true})").c_str()).param, "logprobs");
+    EXPECT_EQ(chat((ok + R"("tools": [{"type": "function"}]})").c_str()).param, "tools");
+    EXPECT_EQ(chat((ok + R"("response_format": {"type": "json_object"}})").c_str()).param, "response_format");
+    EXPECT_NO_THROW(chat_request_parse(ok + R"("presence_penalty": 0, "logprobs": false, "tools": [],
+                                                "response_format": {"type": "text"}})",
+                                       kLimits));
+    EXPECT_EQ(error_of([] {
+                  completion_request_parse(R"({"model": "m", "prompt": "a", "echo": true})", kLimits);
+              }).param,
+              "echo");
+    EXPECT_EQ(error_of([] {
+                  completion_request_parse(R"({"model": "m", "prompt": "a", "best_of": 3})", kLimits);
+              }).param,
+              "best_of");
     EXPECT_EQ(
         error_of([] { completion_request_parse(R"({"model": "m", "prompt": ["a", "b"]})", kLimits); }).param,
         "prompt");
