@@ -42,5 +42,6 @@ void cmd_synth_add(CLI::App& app);
 void cmd_bench_add(CLI::App& app);
 void cmd_test_ops_add(CLI::App& app);
 void cmd_backends_add(CLI::App& app);
+void cmd_serve_add(CLI::App& app);
 
 }  // namespace coli

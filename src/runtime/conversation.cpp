@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "text/stop_strings.h"
 #include "text/stream_decoder.h"
 
 namespace coli {
@@ -19,7 +20,7 @@ Conversation::Conversation(Model& model, const Checkpoint& ckpt, bool chat)
     if (chat) {
         template_ = std::make_unique<text::ChatTemplate>(text::ChatTemplate::load(ckpt.dir()));
         for (const char* t : kTurnEndTokens)
-            if (auto id = tokenizer_->token_id(t)) stop_ids_.push_back(*id);
+            if (auto id = tokenizer_->token_id(t)) turn_end_ids_.push_back(*id);
     }
 }
 
@@ -37,9 +38,24 @@ void Conversation::system_set(const std::string& text) {
         messages_.insert(messages_.begin(), {"system", text});
 }
 
-std::vector<int32_t> Conversation::continue_with(const std::vector<int32_t>& ids, int max_tokens,
-                                                 Sampler& sampler,
-                                                 const std::function<void(const std::string&)>& on_text) {
+std::vector<int32_t> Conversation::prompt_ids(const std::string& text) const {
+    std::vector<int32_t> ids = tokenizer_->encode(text, true);
+    if (tokenizer_->add_bos() && tokenizer_->bos_id() &&
+        (ids.empty() || ids.front() != *tokenizer_->bos_id()))
+        ids.insert(ids.begin(), *tokenizer_->bos_id());
+    return ids;
+}
+
+std::vector<int32_t> Conversation::chat_ids(const std::vector<text::ChatMessage>& messages) const {
+    check(template_ != nullptr, "this conversation was opened without a chat template");
+    // Special tokens in the rendered prompt are meant as tokens; the template already adds BOS if needed.
+    return tokenizer_->encode(template_->render(messages, true), false);
+}
+
+GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat, const GenerateOptions& opts,
+                                      Sampler& sampler,
+                                      const std::function<bool(const std::string&)>& on_text) {
+    check(!ids.empty(), "the prompt is empty");
     const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), ids.begin(), ids.end());
     size_t common = static_cast<size_t>(mismatch.first - cached_.begin());
     // The cache cannot be rewound in general (recurrent states), so a diverging history starts over; the
@@ -49,41 +65,72 @@ std::vector<int32_t> Conversation::continue_with(const std::vector<int32_t>& ids
         cached_.clear();
         common = 0;
     }
-    const std::span<const int32_t> fresh(ids.data() + common, ids.size() - common);
+    std::vector<int32_t> stop_ids;
+    if (!opts.ignore_eos) {
+        stop_ids = stop_ids_;
+        if (chat) stop_ids.insert(stop_ids.end(), turn_end_ids_.begin(), turn_end_ids_.end());
+    }
+    GenerateResult result;
+    result.prompt_tokens = static_cast<int64_t>(ids.size());
+    result.cached_tokens = static_cast<int64_t>(common);
     text::StreamDecoder decoder(*tokenizer_, true);
-    std::vector<int32_t> out = session_.generate(fresh, max_tokens, sampler, stop_ids_, [&](int32_t id) {
-        if (on_text) on_text(decoder.push(id));
-        return true;
-    });
-    if (on_text) on_text(decoder.finish());
+    text::StopStrings stops(opts.stop);
+    bool cancelled = false;
+    const auto emit = [&](const std::string& piece) {
+        if (cancelled) return;
+        result.text += piece;
+        if (on_text && !on_text(piece)) cancelled = true;
+    };
+    const std::span<const int32_t> fresh(ids.data() + common, ids.size() - common);
+    std::vector<int32_t> out;
+    try {
+        out = session_.generate(fresh, opts.max_tokens, sampler, stop_ids, [&](int32_t id) {
+            // An end token is not text: it ends the reply.
+            if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) return true;
+            emit(stops.push(decoder.push(id)));
+            return !stops.stopped() && !cancelled;
+        });
+    } catch (...) {
+        session_.reset();  // the cache may hold part of this prompt: it no longer matches cached_
+        cached_.clear();
+        throw;
+    }
+    if (!stops.stopped())
+        if (const std::string rest = stops.push(decoder.finish()) + stops.finish(); !rest.empty()) emit(rest);
     cached_ = ids;
     if (!out.empty()) cached_.insert(cached_.end(), out.begin(), out.end() - 1);  // the last was never fed
-    return out;
+    result.completion_tokens = static_cast<int64_t>(out.size());
+    result.stop_matched = stops.matched();
+    const bool ended =
+        !out.empty() && std::find(stop_ids.begin(), stop_ids.end(), out.back()) != stop_ids.end();
+    if (stops.stopped() || ended)
+        result.finish = FinishReason::stop;
+    else if (cancelled)
+        result.finish = FinishReason::cancelled;
+    else
+        result.finish = FinishReason::length;
+    return result;
 }
 
 void Conversation::complete(const std::string& text, int max_tokens, Sampler& sampler,
                             const std::function<void(const std::string&)>& on_text) {
-    std::vector<int32_t> ids = tokenizer_->encode(text, true);
-    if (tokenizer_->add_bos() && tokenizer_->bos_id() &&
-        (ids.empty() || ids.front() != *tokenizer_->bos_id()))
-        ids.insert(ids.begin(), *tokenizer_->bos_id());
-    check(!ids.empty(), "the prompt is empty");
-    continue_with(ids, max_tokens, sampler, on_text);
+    generate(prompt_ids(text), false, GenerateOptions{max_tokens, {}, false}, sampler,
+             [&](const std::string& piece) {
+                 if (on_text) on_text(piece);
+                 return true;
+             });
 }
 
 std::string Conversation::reply(const std::string& user_text, int max_tokens, Sampler& sampler,
                                 const std::function<void(const std::string&)>& on_text) {
-    check(template_ != nullptr, "this conversation was opened without a chat template");
     messages_.push_back({"user", user_text});
-    // Special tokens in the rendered prompt are meant as tokens; the template already adds BOS if needed.
-    const std::vector<int32_t> ids = tokenizer_->encode(template_->render(messages_, true), false);
-    const std::vector<int32_t> out = continue_with(ids, max_tokens, sampler, on_text);
-    std::vector<int32_t> content(out.begin(), out.end());
-    if (!content.empty() && std::find(stop_ids_.begin(), stop_ids_.end(), content.back()) != stop_ids_.end())
-        content.pop_back();
-    std::string text = tokenizer_->decode(content, true);
-    messages_.push_back({"assistant", text});
-    return text;
+    const GenerateResult r = generate(chat_ids(messages_), true, GenerateOptions{max_tokens, {}, false},
+                                      sampler, [&](const std::string& piece) {
+                                          if (on_text) on_text(piece);
+                                          return true;
+                                      });
+    messages_.push_back({"assistant", r.text});
+    return r.text;
 }
 
 }  // namespace coli

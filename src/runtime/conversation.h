@@ -13,6 +13,30 @@
 
 namespace coli {
 
+// Why a generation ended.
+enum class FinishReason {
+    stop,       // an end-of-turn token or a stop string
+    length,     // max_tokens were generated
+    cancelled,  // the caller's on_text returned false
+};
+
+// What one generate() call may do besides sampling.
+struct GenerateOptions {
+    int max_tokens = 0;             // most tokens to generate
+    std::vector<std::string> stop;  // stop strings: the text ends just before the first one
+    bool ignore_eos = false;        // keep going past end-of-turn tokens (benchmarks, load tests)
+};
+
+// What one generate() call produced.
+struct GenerateResult {
+    std::string text;               // the generated text, without the end token or stop string
+    int64_t prompt_tokens = 0;      // tokens of the prompt, cached prefix included
+    int64_t cached_tokens = 0;      // of those, tokens whose cache entries were reused
+    int64_t completion_tokens = 0;  // tokens generated, the end token included
+    FinishReason finish = FinishReason::length;
+    std::string stop_matched;  // the stop string that ended the text, if one did
+};
+
 class Conversation {
 public:
     // Loads the tokenizer (and the chat template when chat is true) from the model's directory.
@@ -28,20 +52,31 @@ public:
     std::string reply(const std::string& user_text, int max_tokens, Sampler& sampler,
                       const std::function<void(const std::string&)>& on_text);
 
+    // The ids of a completion prompt: the text encoded, with BOS when the tokenizer's config asks for it.
+    std::vector<int32_t> prompt_ids(const std::string& text) const;
+    // The ids of a chat rendered with the template, ready for the assistant's reply. Independent of the
+    // turns this conversation keeps (a server sends the whole chat with every request).
+    std::vector<int32_t> chat_ids(const std::vector<text::ChatMessage>& messages) const;
+
+    // Continues ids (from prompt_ids, or chat_ids when chat is true: end-of-turn tokens stop it too),
+    // feeding only what follows the longest prefix already in the cache. on_text is called once for each
+    // generated token but the end token, with the text that became final (possibly empty; stop strings are
+    // held back until settled), and once more if text remains at the end; it may return false to cancel.
+    // On an error the cache is dropped, never left stale.
+    GenerateResult generate(const std::vector<int32_t>& ids, bool chat, const GenerateOptions& opts,
+                            Sampler& sampler, const std::function<bool(const std::string&)>& on_text);
+
     void system_set(const std::string& text);  // the system message of the next turns
     void reset();                              // forget the turns and the cache
     const Session& session() const { return session_; }
     const text::Tokenizer& tokenizer() const { return *tokenizer_; }
 
 private:
-    // Feeds ids after the longest prefix already in the cache (or from scratch), then generates.
-    std::vector<int32_t> continue_with(const std::vector<int32_t>& ids, int max_tokens, Sampler& sampler,
-                                       const std::function<void(const std::string&)>& on_text);
-
     Session session_;
     std::unique_ptr<text::Tokenizer> tokenizer_;
     std::unique_ptr<text::ChatTemplate> template_;
-    std::vector<int32_t> stop_ids_;
+    std::vector<int32_t> stop_ids_;      // the model's end-of-sequence ids: stop every generation
+    std::vector<int32_t> turn_end_ids_;  // the template's end-of-turn tokens: stop chat replies too
     std::vector<text::ChatMessage> messages_;
     std::vector<int32_t> cached_;  // the tokens whose keys and values are in the session's cache
 };

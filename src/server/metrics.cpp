@@ -1,0 +1,218 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace coli::server {
+
+namespace {
+
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string label_escape(const std::string& v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"')
+            out += '\\', out += c;
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+// Writes the # HELP and # TYPE lines of one metric family.
+void family_add(std::string& out, const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+template <typename T>
+void sample_add(std::string& out, const char* name, T value, const std::string& labels = {}) {
+    out += labels.empty() ? fmt::format("{} {}\n", name, value)
+                          : fmt::format("{}{{{}}} {}\n", name, labels, value);
+}
+
+template <typename T>
+void metric_add(std::string& out, const char* name, const char* type, const char* help, T value) {
+    family_add(out, name, type, help);
+    sample_add(out, name, value);
+}
+
+}  // namespace
+
+Metrics::Metrics(ServerInfo info) : info_(std::move(info)) {}
+
+void Metrics::request_count(const std::string& endpoint, int status) {
+    std::lock_guard lock(mu_);
+    ++requests_[{endpoint, status}];
+}
+
+void Metrics::queue_set(size_t queued, bool running) {
+    std::lock_guard lock(mu_);
+    queued_ = queued;
+    running_ = running;
+}
+
+void Metrics::generation_start(int64_t prompt_tokens) {
+    std::lock_guard lock(mu_);
+    prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
+    current_start_ = Clock::now();
+    current_tokens_ = 0;
+}
+
+void Metrics::token_count() {
+    std::lock_guard lock(mu_);
+    ++generated_tokens_;
+    ++current_tokens_;
+}
+
+void Metrics::generation_end(int64_t tokens, int64_t cached_tokens, bool cancelled) {
+    std::lock_guard lock(mu_);
+    // The live count missed the end token (it is not text); the total is exact.
+    generated_tokens_ += static_cast<uint64_t>(std::max<int64_t>(tokens - current_tokens_, 0));
+    cached_prompt_tokens_ += static_cast<uint64_t>(cached_tokens);
+    const double seconds = std::chrono::duration<double>(Clock::now() - current_start_).count();
+    decode_seconds_ += seconds;
+    last_rate_ = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+    ++generations_;
+    if (cancelled) ++cancelled_;
+    current_tokens_ = 0;
+}
+
+void Metrics::engine_set(EngineSnapshot snapshot) {
+    std::lock_guard lock(mu_);
+    engine_ = std::move(snapshot);
+}
+
+double Metrics::decode_rate_locked() const {
+    if (!running_ || current_tokens_ == 0) return last_rate_;
+    const double seconds = std::chrono::duration<double>(Clock::now() - current_start_).count();
+    return seconds > 0 ? static_cast<double>(current_tokens_) / seconds : 0;
+}
+
+std::string Metrics::prometheus_text() const {
+    std::lock_guard lock(mu_);
+    std::string out;
+    family_add(out, "coli_requests_total", "counter", "HTTP requests answered, by endpoint and status code.");
+    for (const auto& [key, n] : requests_)
+        sample_add(out, "coli_requests_total", n,
+                   fmt::format("endpoint=\"{}\",code=\"{}\"", label_escape(key.first), key.second));
+    metric_add(out, "coli_queue_depth", "gauge", "Requests waiting for the model.", queued_);
+    metric_add(out, "coli_queue_limit", "gauge", "Most requests that may wait; more are answered 429.",
+               info_.queue_limit);
+    metric_add(out, "coli_requests_running", "gauge", "Requests generating now (0 or 1).", running_ ? 1 : 0);
+    metric_add(out, "coli_generations_total", "counter", "Requests that generated text.", generations_);
+    metric_add(out, "coli_generations_cancelled_total", "counter",
+               "Generations stopped because the client disconnected.", cancelled_);
+    metric_add(out, "coli_prompt_tokens_total", "counter", "Prompt tokens of all requests.", prompt_tokens_);
+    metric_add(out, "coli_prompt_tokens_cached_total", "counter",
+               "Prompt tokens whose KV cache entries were reused from the previous request.",
+               cached_prompt_tokens_);
+    metric_add(out, "coli_generated_tokens_total", "counter", "Tokens generated.", generated_tokens_);
+    metric_add(out, "coli_generation_seconds_total", "counter", "Time spent generating (prompt and decode).",
+               decode_seconds_);
+    metric_add(out, "coli_tokens_per_second", "gauge",
+               "Generation speed of the running request, else of the last one (tokens / second).",
+               decode_rate_locked());
+
+    const StoreStats& s = engine_.store;
+    metric_add(out, "coli_expert_hits_total", "counter", "Expert fetches served from the RAM cache.", s.hits);
+    metric_add(out, "coli_expert_misses_total", "counter", "Expert fetches that read from disk.", s.misses);
+    metric_add(out, "coli_expert_hit_rate", "gauge", "Expert cache hits / fetches since start.",
+               s.hit_rate());
+    metric_add(out, "coli_expert_bytes_read_total", "counter", "Bytes of experts read from disk.",
+               s.bytes_read);
+    metric_add(out, "coli_expert_evictions_total", "counter",
+               "Experts dropped to stay within the RAM budget.", s.evictions);
+    metric_add(out, "coli_expert_cached_bytes", "gauge", "Bytes of experts held in RAM now.", s.cached_bytes);
+    metric_add(out, "coli_expert_ram_budget_bytes", "gauge", "RAM budget for experts (0 = unlimited).",
+               info_.ram_budget);
+    metric_add(out, "coli_expert_pinned", "gauge", "Experts pinned in RAM by the hot set.", s.pinned_experts);
+    metric_add(out, "coli_expert_io_stall_seconds_total", "counter",
+               "Time the model waited for expert reads.", s.stall_seconds);
+
+    const OpCounters& c = engine_.ops;
+    family_add(out, "coli_ops_total", "counter",
+               "Ops run, by op and where: native on the chosen backend, or fallback to the CPU.");
+    for (size_t i = 0; i < c.native.size(); ++i) {
+        const std::string op(op_name(static_cast<OpKind>(i)));
+        sample_add(
+            out, "coli_ops_total", c.native[i],
+            fmt::format("backend=\"{}\",op=\"{}\",placement=\"native\"", label_escape(info_.backend), op));
+        sample_add(
+            out, "coli_ops_total", c.fallback[i],
+            fmt::format("backend=\"{}\",op=\"{}\",placement=\"fallback\"", label_escape(info_.backend), op));
+    }
+    metric_add(out, "coli_fallbacks_total", "counter",
+               "Ops that ran on the CPU instead of the chosen backend.", c.total_fallbacks());
+    metric_add(out, "coli_fallback_faults_total", "counter", "Of the fallbacks, those after a device fault.",
+               c.total_faults());
+    family_add(out, "coli_fallbacks_by_format_total", "counter", "Fallbacks by op and weight format.");
+    for (const auto& [what, n] : c.fallback_by_format)
+        sample_add(out, "coli_fallbacks_by_format_total", n, fmt::format("what=\"{}\"", label_escape(what)));
+    metric_add(out, "coli_transfer_bytes_total", "counter", "Bytes moved between backends.",
+               c.transfer_bytes);
+    metric_add(out, "coli_uptime_seconds", "gauge", "Seconds since the server started.",
+               std::chrono::duration<double>(Clock::now() - started_).count());
+    return out;
+}
+
+std::string Metrics::status_json() const {
+    std::lock_guard lock(mu_);
+    nlohmann::json ops = nlohmann::json::array();
+    for (size_t i = 0; i < engine_.ops.native.size(); ++i)
+        ops.push_back({{"op", std::string(op_name(static_cast<OpKind>(i)))},
+                       {"native", engine_.ops.native[i]},
+                       {"fallback", engine_.ops.fallback[i]},
+                       {"faults", engine_.ops.faults[i]}});
+    uint64_t requests = 0;
+    for (const auto& [key, n] : requests_) requests += n;
+    const StoreStats& s = engine_.store;
+    const nlohmann::json status = {
+        {"model",
+         {{"id", info_.model_id},
+          {"family", info_.family},
+          {"architecture", info_.architecture},
+          {"weights", info_.weights},
+          {"max_ctx", info_.max_ctx}}},
+        {"placement",
+         {{"backend", info_.backend},
+          {"detail", info_.backend_detail},
+          {"fallback_target", info_.fallback_target},
+          {"backend_stats", engine_.backend_stats}}},
+        {"uptime_seconds", std::chrono::duration<double>(Clock::now() - started_).count()},
+        {"requests",
+         {{"answered", requests},
+          {"queued", queued_},
+          {"queue_limit", info_.queue_limit},
+          {"running", running_},
+          {"generations", generations_},
+          {"cancelled", cancelled_}}},
+        {"tokens",
+         {{"prompt", prompt_tokens_},
+          {"prompt_cached", cached_prompt_tokens_},
+          {"generated", generated_tokens_},
+          {"tokens_per_second", decode_rate_locked()}}},
+        {"experts",
+         {{"hits", s.hits},
+          {"misses", s.misses},
+          {"hit_rate", s.hit_rate()},
+          {"bytes_read", s.bytes_read},
+          {"evictions", s.evictions},
+          {"ram_cached_bytes", s.cached_bytes},
+          {"ram_budget_bytes", info_.ram_budget},
+          {"pinned", s.pinned_experts},
+          {"total_bytes", info_.expert_bytes}}},
+        {"ops", ops},
+        {"fallbacks",
+         {{"total", engine_.ops.total_fallbacks()},
+          {"faults", engine_.ops.total_faults()},
+          {"by_format", engine_.ops.fallback_by_format},
+          {"transfer_bytes", engine_.ops.transfer_bytes}}},
+    };
+    return status.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace coli::server

@@ -1,0 +1,40 @@
+// `coli serve`: the HTTP server. OpenAI's /v1/models, /v1/chat/completions and /v1/completions,
+// Anthropic's /v1/messages, /health, /metrics (Prometheus), and a status page at / that reads
+// /api/status. Generation requests go through one Worker; every other endpoint answers at once.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "runtime/engine.h"
+
+namespace coli::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";   // loopback unless asked otherwise
+    int port = 8080;                  // 0: any free port (the startup line says which)
+    std::string api_key;              // when set, every endpoint but /health and the page needs it
+    size_t queue_limit = 16;          // requests that may wait for the model; more get 429
+    size_t max_body_bytes = 8 << 20;  // larger request bodies get 413
+    std::string model_id;             // the name clients use; "" = the model directory's name
+};
+
+class Server {
+public:
+    Server(Engine& engine, ServerOptions opts);
+    ~Server();
+
+    // Binds the socket; returns the port (useful with port 0). Throws coli::Error when it cannot.
+    int bind();
+    // Serves until stop(); returns after every in-flight request was answered or cancelled.
+    void run();
+    // Cancels generation, refuses what waits (503) and stops listening. Safe from any thread.
+    void stop();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace coli::server

@@ -1,0 +1,370 @@
+// `coli serve` over HTTP: error answers and their shapes, the API key, the queue limit, cancellation by a
+// disconnecting client, /metrics read by the Prometheus project's own parser, and shutdown on SIGTERM.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/process.h"
+#include "serve_process.h"
+
+namespace coli::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kJsonType = "application/json";
+
+// The answer must be an OpenAI error object: {"error": {"message", "type", "param", "code"}}.
+void openai_error_expect(const httplib::Result& r, int status, const std::string& code = {}) {
+    ASSERT_TRUE(r) << "no answer: " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, status) << r->body;
+    const json body = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << r->body;
+    const json& e = body["error"];
+    ASSERT_TRUE(e.is_object()) << r->body;
+    for (const char* key : {"message", "type", "param", "code"})
+        EXPECT_TRUE(e.contains(key)) << key << ": " << r->body;
+    EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r->body;
+    EXPECT_EQ(e["message"].get<std::string>().find('\n'), std::string::npos) << "one line: " << r->body;
+    EXPECT_TRUE(e["type"].is_string()) << r->body;
+    if (!code.empty()) {
+        EXPECT_EQ(e["code"], code) << r->body;
+    }
+}
+
+// The answer must be an Anthropic error: {"type": "error", "error": {"type", "message"}}.
+void anthropic_error_expect(const httplib::Result& r, int status, const std::string& type) {
+    ASSERT_TRUE(r) << "no answer: " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, status) << r->body;
+    const json body = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << r->body;
+    EXPECT_EQ(body.value("type", ""), "error") << r->body;
+    ASSERT_TRUE(body.contains("error") && body["error"].is_object()) << r->body;
+    EXPECT_EQ(body["error"].value("type", ""), type) << r->body;
+    EXPECT_TRUE(body["error"].contains("message")) << r->body;
+}
+
+std::string chat_body(const std::string& content, int max_tokens) {
+    return json{{"model", kDemoId},
+                {"messages", {{{"role", "user"}, {"content", content}}}},
+                {"max_tokens", max_tokens},
+                {"temperature", 0}}
+        .dump();
+}
+
+// One sample value of /metrics, by the exact text before the value ("name" or "name{labels}").
+double metric_value(const std::string& text, const std::string& series) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    ADD_FAILURE() << "no series " << series << " in /metrics";
+    return -1;
+}
+
+TEST(ServeApi, BadInputGetsOpenAIErrors) {
+    ServeProcess server({"--max-body-mb", "1"});
+    auto c = server.client();
+    const char* chat = "/v1/chat/completions";
+    openai_error_expect(c->Post(chat, "{\"model\": ", kJsonType), 400, "invalid_json");
+    openai_error_expect(c->Post(chat, "[1, 2]", kJsonType), 400);
+    openai_error_expect(c->Post(chat, R"({"model": "demo", "max_tokens": 1e400})", kJsonType), 400,
+                        "invalid_json");
+    openai_error_expect(c->Post(chat, R"({"model": "demo", "messages": "hello"})", kJsonType), 400);
+    openai_error_expect(
+        c->Post(chat, R"({"model": 7, "messages": [{"role": "user", "content": "hi"}]})", kJsonType), 400);
+    openai_error_expect(
+        c->Post(chat,
+                R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}], "temperature": "hot"})",
+                kJsonType),
+        400);
+    openai_error_expect(
+        c->Post(chat,
+                R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2.5})",
+                kJsonType),
+        400);
+    openai_error_expect(
+        c->Post(chat, R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", kJsonType),
+        404, "model_not_found");
+    // Absurd max_tokens: beyond the context, zero, negative, and beyond any integer type.
+    for (const char* n : {"1000000", "0", "-5", "99999999999999999999999"})
+        openai_error_expect(
+            c->Post(
+                "/v1/completions",
+                std::string(R"({"model": "demo", "prompt": "In the beginning", "max_tokens": )") + n + "}",
+                kJsonType),
+            400);
+    // A prompt longer than the context (512 tokens for the demo model).
+    std::string long_prompt;
+    for (int i = 0; i < 1000; ++i) long_prompt += "and the earth ";
+    openai_error_expect(
+        c->Post("/v1/completions", json{{"model", kDemoId}, {"prompt", long_prompt}}.dump(), kJsonType), 400,
+        "context_length_exceeded");
+    // A prompt that fits, but not with the tokens asked for.
+    openai_error_expect(
+        c->Post("/v1/chat/completions", chat_body(long_prompt.substr(0, 900), 500), kJsonType), 400,
+        "context_length_exceeded");
+    // A body over --max-body-mb 1.
+    const std::string huge = json{{"model", kDemoId}, {"prompt", std::string(2 << 20, 'a')}}.dump();
+    openai_error_expect(c->Post("/v1/completions", huge, kJsonType), 413, "request_too_large");
+    anthropic_error_expect(c->Post("/v1/messages", huge, kJsonType), 413, "request_too_large");
+    openai_error_expect(c->Get("/v1/no-such-endpoint"), 404);
+    // Anthropic's endpoint answers in Anthropic's shape.
+    anthropic_error_expect(c->Post("/v1/messages", "not json", kJsonType), 400, "invalid_request_error");
+    anthropic_error_expect(
+        c->Post("/v1/messages", R"({"model": "demo", "messages": [{"role": "user", "content": "hi"}]})",
+                kJsonType),
+        400, "invalid_request_error");  // max_tokens is required there
+    anthropic_error_expect(
+        c->Post("/v1/messages",
+                R"({"model": "nope", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})",
+                kJsonType),
+        404, "not_found_error");
+    // After all that, the server still serves.
+    const auto ok = c->Post(chat, chat_body("In the beginning", 4), kJsonType);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+TEST(ServeApi, ApiKeyIsRequiredWhenSet) {
+    const std::string key = "sk-test-0123456789";
+    ServeProcess server({"--api-key", key});
+    auto c = server.client();
+    const std::string body = chat_body("In the beginning", 3);
+    openai_error_expect(c->Post("/v1/chat/completions", body, kJsonType), 401, "invalid_api_key");
+    openai_error_expect(c->Post("/v1/chat/completions", {{"Authorization", "Bearer wrong"}}, body, kJsonType),
+                        401);
+    openai_error_expect(c->Get("/v1/models"), 401);
+    openai_error_expect(c->Get("/metrics"), 401);
+    openai_error_expect(c->Get("/api/status"), 401);
+    anthropic_error_expect(c->Post("/v1/messages", body, kJsonType), 401, "authentication_error");
+    const auto bearer =
+        c->Post("/v1/chat/completions", {{"Authorization", "Bearer " + key}}, body, kJsonType);
+    ASSERT_TRUE(bearer);
+    EXPECT_EQ(bearer->status, 200) << bearer->body;
+    const auto header = c->Get("/v1/models", {{"x-api-key", key}});
+    ASSERT_TRUE(header);
+    EXPECT_EQ(header->status, 200) << header->body;
+    // Liveness and the page itself (which holds no data) stay open.
+    const auto health = c->Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    const auto page = c->Get("/");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 200);
+}
+
+TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
+    ServeProcess server({"--queue", "1"});
+    constexpr int kClients = 6;
+    constexpr int kLongTokens = 400;  // long enough that the others arrive while it runs
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", kLongTokens},
+        {"ignore_eos", true}}.dump();
+    std::vector<std::future<httplib::Result>> answers;
+    for (int i = 0; i < kClients; ++i)
+        answers.push_back(std::async(
+            std::launch::async, [&] { return server.client()->Post("/v1/completions", body, kJsonType); }));
+    int ok = 0, busy = 0;
+    for (auto& f : answers) {
+        const httplib::Result r = f.get();
+        ASSERT_TRUE(r) << httplib::to_string(r.error());
+        if (r->status == 429) {
+            openai_error_expect(r, 429, "queue_full");
+            ++busy;
+        } else {
+            ASSERT_EQ(r->status, 200) << r->body;
+            const json j = json::parse(r->body);
+            EXPECT_EQ(j["usage"]["completion_tokens"], kLongTokens);
+            ++ok;
+        }
+    }
+    // One runs and one waits at a time: at least one is served, and some must have been refused.
+    EXPECT_GE(ok, 1);
+    EXPECT_GE(busy, 1);
+    EXPECT_EQ(ok + busy, kClients);
+    const auto metrics = server.client()->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metric_value(metrics->body, R"(coli_requests_total{endpoint="completions",code="429"})"), busy);
+}
+
+TEST(ServeApi, DisconnectingStreamCancelsItsGeneration) {
+    ServeProcess server;
+    constexpr int kTokens = 500;
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", kTokens},
+        {"ignore_eos", true},
+        {"stream", true}}.dump();
+    // Reads the first event, then closes the connection (the receiver returning false aborts it).
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = body;
+    req.set_header("Content-Type", kJsonType);
+    std::string first;
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        first.append(data, n);
+        return false;
+    };
+    auto c = server.client();
+    c->send(req);
+    EXPECT_NE(first.find("data: "), std::string::npos) << first;
+    c->stop();
+    // The worker notices at its next tokens and stops well before kTokens.
+    auto m = server.client();
+    double cancelled = 0, generated = 0;
+    for (int i = 0; i < 100 && cancelled == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const auto r = m->Get("/metrics");
+        ASSERT_TRUE(r);
+        cancelled = metric_value(r->body, "coli_generations_cancelled_total");
+        generated = metric_value(r->body, "coli_generated_tokens_total");
+    }
+    EXPECT_EQ(cancelled, 1) << server.err();
+    EXPECT_LT(generated, kTokens);
+    EXPECT_NE(server.err().find("cancelled"), std::string::npos) << server.err();
+    // The next request is served normally, from a clean state.
+    const auto after = m->Post("/v1/chat/completions", chat_body("In the beginning", 4), kJsonType);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200) << after->body;
+}
+
+TEST(ServeApi, DisconnectingNonStreamingClientCancelsToo) {
+    ServeProcess server;
+    constexpr int kTokens = 500;
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", kTokens},
+        {"ignore_eos", true}}.dump();
+    // A client that gives up long before the answer is ready, and closes the connection.
+    auto impatient = server.client();
+    impatient->set_read_timeout(0, 50'000);
+    const auto r = impatient->Post("/v1/completions", body, kJsonType);
+    EXPECT_FALSE(r) << "answered within 50 ms: " << r->body;
+    impatient->stop();
+    auto m = server.client();
+    double cancelled = 0, generated = 0, running = 1;
+    for (int i = 0; i < 100 && running != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const auto r = m->Get("/metrics");
+        ASSERT_TRUE(r);
+        cancelled = metric_value(r->body, "coli_generations_cancelled_total");
+        generated = metric_value(r->body, "coli_generated_tokens_total");
+        running = metric_value(r->body, "coli_requests_running");
+    }
+    EXPECT_EQ(cancelled, 1) << server.err();
+    EXPECT_LT(generated, kTokens);
+}
+
+TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
+    ServeProcess server;
+    auto c = server.client();
+    const auto gen = c->Post(
+        "/v1/completions", json{{"model", kDemoId}, {"prompt", "In the beginning"}, {"max_tokens", 8}}.dump(),
+        kJsonType);
+    ASSERT_TRUE(gen);
+    ASSERT_EQ(gen->status, 200);
+    const json usage = json::parse(gen->body)["usage"];
+    const auto r = c->Get("/metrics");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+    // prometheus_client (Debian's python3-prometheus-client) parses the text and prints "name value" for
+    // every sample; any format error is an exception and a non-zero exit.
+    TempDir dir("metrics");
+    write_bytes(dir / "metrics.txt", r->body);
+    const std::string script =
+        "import sys\n"
+        "from prometheus_client.parser import text_string_to_metric_families\n"
+        "for f in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
+        "    for s in f.samples:\n"
+        "        print(s.name, s.value, ','.join(k + '=' + v for k, v in sorted(s.labels.items())))\n";
+    write_bytes(dir / "parse.py", script);
+    const CommandResult p = command_run("/usr/bin/python3 " + (dir / "parse.py").string() + " " +
+                                        (dir / "metrics.txt").string() + " 2>&1");
+    if (p.output.find("No module named 'prometheus_client'") != std::string::npos)
+        FAIL() << "python3-prometheus-client is missing (apt-get install python3-prometheus-client; .ci/run "
+                  "does)";
+    ASSERT_EQ(p.exit_code, 0) << p.output;
+    const auto has = [&](const std::string& line) {
+        EXPECT_NE(p.output.find(line), std::string::npos) << "missing '" << line << "' in:\n" << p.output;
+    };
+    has(fmt::format("coli_generated_tokens_total {}", usage["completion_tokens"].get<double>()));
+    has(fmt::format("coli_prompt_tokens_total {}", usage["prompt_tokens"].get<double>()));
+    has("coli_queue_depth 0.0");
+    has("coli_requests_total 1.0 code=200,endpoint=completions");
+    has("coli_ops_total ");
+    has("backend=cpu,op=matmul,placement=native");
+    has("coli_fallbacks_total 0.0");
+    has("coli_expert_hit_rate ");
+    has("coli_expert_bytes_read_total ");
+    has("coli_tokens_per_second ");
+}
+
+TEST(ServeApi, APortInUseIsAOneLineError) {
+    ServeProcess server;
+    const ProcessResult r = coli_run("serve --hot-set none --model " + kDemoModel.string() + " --port " +
+                                     std::to_string(server.port()));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("coli: error: cannot listen on 127.0.0.1:" + std::to_string(server.port())),
+              std::string::npos)
+        << r.err;
+}
+
+TEST(ServeApi, StopsCleanlyOnSigterm) {
+    ServeProcess server;
+    auto c = server.client();
+    const auto r = c->Post("/v1/chat/completions", chat_body("In the beginning", 4), kJsonType);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(server.stop(), 0);
+    const std::string err = server.err();
+    EXPECT_NE(err.find("stopping (signal received)"), std::string::npos) << err;
+    EXPECT_NE(err.find("ops on cpu:"), std::string::npos) << "the final statistics: " << err;
+}
+
+TEST(ServeApi, SigtermEndsARunningStreamWithAnErrorEvent) {
+    ServeProcess server;
+    const std::string body = json{
+        {"model", kDemoId},
+        {"messages", {{{"role", "user"}, {"content", "In the beginning"}}}},
+        {"max_tokens", 500},
+        {"ignore_eos", true},
+        {"stream", true}}.dump();
+    std::atomic<bool> streaming{false};
+    std::string received;
+    std::thread client([&] {
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/chat/completions";
+        req.body = body;
+        req.set_header("Content-Type", kJsonType);
+        req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+            received.append(data, n);
+            streaming = true;
+            return true;
+        };
+        server.client()->send(req);
+    });
+    while (!streaming) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(server.stop(), 0) << server.err();
+    client.join();
+    // The client learns why its answer ended, in the API's error shape, and the stream is closed properly.
+    EXPECT_NE(received.find(R"("code":"shutting_down")"), std::string::npos) << received;
+    const std::string done = "data: [DONE]\n\n";
+    ASSERT_GE(received.size(), done.size()) << received;
+    EXPECT_EQ(received.substr(received.size() - done.size()), done);
+}
+
+}  // namespace
+}  // namespace coli::test
