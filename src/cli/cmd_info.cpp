@@ -1,6 +1,9 @@
 // `coli info`: what a model is, how big each part is, and the memory plan.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <memory>
 
 #include "cli/commands.h"
@@ -24,6 +27,15 @@ void info(const EngineOptions& opts) {
     fmt::print("kv cache:     {} per token, {} for the context of {}\n", bytes_human(m.kv_bytes_per_token),
                bytes_human(m.kv_bytes_per_token * m.max_ctx), m.max_ctx);
     const uint64_t budget = static_cast<uint64_t>(opts.ram_gb * kBytesPerGB);
+    // What the machine's RAM holds for the cache once the resident weights and the expert budget are in.
+    const uint64_t ram =
+        static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t taken = m.dense_held_bytes + budget;
+    const uint64_t left = ram > taken ? ram - taken : 0;
+    if (m.kv_bytes_per_token > 0)
+        fmt::print(
+            "context fit:  {} tokens in the {} of RAM left beside the resident weights and expert budget\n",
+            left / m.kv_bytes_per_token, bytes_human(left));
     fmt::print("memory plan:  resident {} + kv {} + expert cache {}{}\n", bytes_human(m.dense_held_bytes),
                bytes_human(m.kv_bytes_per_token * m.max_ctx), budget ? bytes_human(budget) : "unlimited",
                budget && budget < m.expert_bytes

@@ -40,6 +40,7 @@ void cmd_logits_add(CLI::App& app);
 void cmd_info_add(CLI::App& app);
 void cmd_synth_add(CLI::App& app);
 void cmd_bench_add(CLI::App& app);
+void cmd_bench_attention_add(CLI::App& app);
 void cmd_test_ops_add(CLI::App& app);
 void cmd_backends_add(CLI::App& app);
 void cmd_serve_add(CLI::App& app);

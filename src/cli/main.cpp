@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     coli::cmd_info_add(app);
     coli::cmd_synth_add(app);
     coli::cmd_bench_add(app);
+    coli::cmd_bench_attention_add(app);
     coli::cmd_test_ops_add(app);
     coli::cmd_backends_add(app);
     coli::cmd_serve_add(app);

@@ -1,0 +1,136 @@
+// `coli bench-attention`: decode attention time per token against the context length, for DeepSeek's
+// absorbed MLA (one layer, 128 heads, kv_lora 512, rope 64, nope 128, v 128, bf16 kv_b) dense and with DSA
+// (the lightning indexer, 64 heads of 128, choosing 2048 keys, then MLA over those), on one backend. Median
+// of repetitions; each figure is one query token at the end of a context of the given length. Reported,
+// never asserted.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "backend/registry.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "core/timer.h"
+
+namespace coli {
+namespace {
+
+// DeepSeek-V3 / V3.2 sizes.
+constexpr int kHeads = 128, kNope = 128, kRope = 64, kV = 128;
+constexpr int64_t kKvLora = 512;
+constexpr int kIndexHeads = 64, kIndexDim = 128, kIndexTopK = 2048;
+constexpr uint32_t kSeed = 0x5eed;
+
+struct BenchAttentionArgs {
+    std::string backend = "cpu";
+    std::string contexts = "1024,8192,32768";
+    int reps = 3;
+    int threads = 0;
+};
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng) {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+Tensor tensor_random(Backend& b, int64_t rows, int64_t cols, std::mt19937& rng) {
+    Tensor t = b.tensor_new(rows, cols);
+    b.tensor_write(t, random_floats(static_cast<size_t>(rows * cols), rng));
+    return t;
+}
+
+// Median seconds of reps runs of f; each run ends by reading out back, so device work is finished.
+template <typename F>
+double median_seconds(Backend& b, int reps, const Tensor& out, F&& f) {
+    std::vector<double> s;
+    std::vector<float> sink(out.numel());
+    f();  // warm-up
+    b.tensor_read(out, sink);
+    for (int r = 0; r < reps; ++r) {
+        Timer t;
+        f();
+        b.tensor_read(out, sink);
+        s.push_back(t.seconds());
+    }
+    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
+    return s[s.size() / 2];
+}
+
+void bench_attention(const BenchAttentionArgs& a) {
+    std::unique_ptr<ThreadPool> own;
+    if (a.threads > 0) own = std::make_unique<ThreadPool>(a.threads);
+    ThreadPool& pool = own ? *own : default_pool();
+    std::unique_ptr<Backend> b = backend_create(a.backend, pool);
+    check(a.reps > 0, "--reps must be positive");
+    std::vector<int64_t> contexts;
+    std::stringstream ss(a.contexts);
+    for (std::string item; std::getline(ss, item, ',');) {
+        const int64_t c = std::stoll(item);
+        check(c > 0, "--contexts: {} is not a positive length", c);
+        contexts.push_back(c);
+    }
+    std::mt19937 rng(kSeed);
+    const std::vector<float> wv = random_floats(int64_t{kHeads} * (kNope + kV) * kKvLora, rng);
+    auto encoded = std::make_shared<EncodedWeight>(
+        weight_encode(Format::bf16, wv.data(), int64_t{kHeads} * (kNope + kV), kKvLora));
+    const Weight w_kvb = b->weight_upload(Weight{encoded->view(), nullptr, encoded});
+    const MlaShape mla{kHeads, kNope, kRope, kV, kKvLora, 1.0f / std::sqrt(float(kNope + kRope))};
+    const DsaShape dsa{kIndexHeads, kIndexDim, kIndexTopK, 1.0f / std::sqrt(float(kIndexDim)),
+                       1.0f / std::sqrt(float(kIndexHeads))};
+
+    fmt::print(
+        "decode attention, one layer, one query token at the end of the context: {} ({}), median of {}\n",
+        b->name(), b->description(), a.reps);
+    fmt::print(
+        "MLA: {} heads, kv_lora {}, rope {}, nope {}, v {}, kv_b bf16; DSA: {} indexer heads of {}, top {}\n",
+        kHeads, kKvLora, kRope, kNope, kV, kIndexHeads, kIndexDim, kIndexTopK);
+    fmt::print("{:>8} {:>12} {:>14} {:>12} {:>12} {:>12}\n", "context", "cache MB", "dense MLA ms",
+               "DSA index ms", "sparse MLA ms", "DSA total ms");
+    for (int64_t ctx : contexts) {
+        const int64_t pos0 = ctx - 1;
+        KvCache cache{tensor_random(*b, ctx, kKvLora, rng), tensor_random(*b, ctx, kRope, rng)};
+        Tensor index_keys = tensor_random(*b, ctx, kIndexDim, rng);
+        const Tensor q = tensor_random(*b, 1, int64_t{kHeads} * (kNope + kRope), rng);
+        const Tensor latent = tensor_random(*b, 1, kKvLora, rng), k_pe = tensor_random(*b, 1, kRope, rng);
+        const Tensor q_index = tensor_random(*b, 1, int64_t{kIndexHeads} * kIndexDim, rng);
+        const Tensor weights = tensor_random(*b, 1, kIndexHeads, rng),
+                     k_index = tensor_random(*b, 1, kIndexDim, rng);
+        Tensor out = b->tensor_new(1, int64_t{kHeads} * kV), selection = b->tensor_new(1, kIndexTopK);
+
+        const double dense = median_seconds(*b, a.reps, out, [&] {
+            b->mla_attention(q, latent, k_pe, w_kvb, cache, mla, pos0, nullptr, out);
+        });
+        const double index = median_seconds(*b, a.reps, selection, [&] {
+            b->dsa_select(q_index, weights, k_index, index_keys, dsa, pos0, selection);
+        });
+        const double sparse = median_seconds(*b, a.reps, out, [&] {
+            b->mla_attention(q, latent, k_pe, w_kvb, cache, mla, pos0, &selection, out);
+        });
+        const double cache_mb = ctx * (kKvLora + kRope + kIndexDim) * sizeof(float) / 1e6;
+        fmt::print("{:>8} {:>12.1f} {:>14.3f} {:>12.3f} {:>12.3f} {:>12.3f}\n", ctx, cache_mb, dense * 1e3,
+                   index * 1e3, sparse * 1e3, (index + sparse) * 1e3);
+    }
+}
+
+}  // namespace
+
+void cmd_bench_attention_add(CLI::App& app) {
+    auto a = std::make_shared<BenchAttentionArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "bench-attention",
+        "Decode attention time against the context: MLA dense and with DSA (DeepSeek sizes)");
+    cmd->add_option("--backend,-b", a->backend, "Backend: cpu, cuda, ...")->capture_default_str();
+    cmd->add_option("--contexts", a->contexts, "Context lengths, comma-separated")->capture_default_str();
+    cmd->add_option("--reps", a->reps, "Repetitions (median reported)")->capture_default_str();
+    cmd->add_option("--threads,-t", a->threads, "CPU threads (0 = all cores)")->capture_default_str();
+    cmd->callback([a] { bench_attention(*a); });
+}
+
+}  // namespace coli
