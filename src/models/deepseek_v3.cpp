@@ -215,11 +215,12 @@ private:
                       ckpt.get(fmt::format("model.layers.{}.mlp.experts.0.gate_proj.weight", first_moe))
                           .dtype))
                 : "none";
-        summary_.formats = fmt::format(
-            "dense {}{}, experts {}", dtype_name(o0.dtype),
-            load.dense_bits() ? fmt::format(" -> int{} at load", load.dense_bits()) : "", experts);
-        summary_.kv_bytes_per_token =
-            uint64_t(cfg_.n_layers) * (cfg_.kv_lora + cfg_.rope_dim) * sizeof(float);
+        summary_.formats = weight_formats_summary(load, o0.dtype, experts);
+        int index_layers = 0;  // layers with their own indexer keep its keys too
+        for (int l = 0; l < cfg_.n_layers; ++l) index_layers += cfg_.dsa() && cfg_.index_full[l];
+        summary_.kv_bytes_per_token = (uint64_t(cfg_.n_layers) * (cfg_.kv_lora + cfg_.rope_dim) +
+                                       uint64_t(index_layers) * cfg_.index_dim) *
+                                      sizeof(float);
         summary_.vocab = cfg_.vocab;
         summary_.max_ctx = max_ctx_;
     }
@@ -232,10 +233,6 @@ private:
     std::unique_ptr<ExpertStore> store_;
     ModelSummary summary_;
 };
-
-}  // namespace
-
-namespace {
 
 // Sizes the op declarations use for one MLA family.
 struct MlaFamilySize {

@@ -132,7 +132,7 @@ private:
         if (cfg_.clip_qkv) {
             for (Tensor* t : {&q, &k, &v}) ops_.clamp(*t, -*cfg_.clip_qkv, *cfg_.clip_qkv);
         }
-        const RopeParams rope{RopeStyle::neox, cfg_.head_dim, cfg_.head_dim, cfg_.rope_theta, 1.0f};
+        const RopeParams rope{RopeStyle::neox, cfg_.head_dim, cfg_.head_dim, cfg_.rope_theta, 1.0f, 0, {}};
         ops_.rope(q, rope, s.n_past);
         ops_.rope(k, rope, s.n_past);
         const AttentionShape shape{cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim,
@@ -162,10 +162,7 @@ private:
         summary_.expert_count = uint64_t(cfg_.n_layers) * cfg_.n_experts;
         const TensorInfo& e0 = ckpt.get("model.layers.0.mlp.experts.0.gate_proj.weight");
         const TensorInfo& q0 = ckpt.get("model.layers.0.self_attn.q_proj.weight");
-        summary_.formats =
-            fmt::format("dense {}{}, experts {}", dtype_name(q0.dtype),
-                        load.dense_bits() ? fmt::format(" -> int{} at load", load.dense_bits()) : "",
-                        dtype_name(e0.dtype));
+        summary_.formats = weight_formats_summary(load, q0.dtype, dtype_name(e0.dtype));
         summary_.kv_bytes_per_token = uint64_t(cfg_.n_layers) * 2 * cfg_.kv_width() * sizeof(float);
         summary_.vocab = cfg_.vocab;
         summary_.max_ctx = max_ctx_;

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/error.h"
@@ -124,6 +125,11 @@ Weight WeightLoader::vector(const std::string& name) {
     std::copy_n(reinterpret_cast<const uint8_t*>(f.data()), e.data.size(), e.data.data());
     bytes_held_ += e.data.size();
     return ops_.weight(weight_owning(std::move(e)));
+}
+
+std::string weight_formats_summary(const WeightLoader& load, DType dense, std::string_view experts) {
+    return fmt::format("dense {}{}, experts {}", dtype_name(dense),
+                       load.dense_bits() ? fmt::format(" -> int{} at load", load.dense_bits()) : "", experts);
 }
 
 }  // namespace coli

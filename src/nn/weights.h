@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "backend/ops.h"
 #include "core/progress.h"
@@ -55,5 +56,8 @@ private:
     uint8_t page_xor_ = 0;  // keeps the page reads from being optimized away
     ProgressMeter progress_;
 };
+
+// "dense BF16 -> int8 at load, experts F8_E4M3": the stored dtypes `coli info` shows.
+std::string weight_formats_summary(const WeightLoader& load, DType dense, std::string_view experts);
 
 }  // namespace coli
