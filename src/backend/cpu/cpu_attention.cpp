@@ -13,6 +13,10 @@ using cpu::row;
 
 namespace {
 
+// Queries from which mla_attention reconstructs per-head keys and values instead of absorbing each query:
+// absorbing costs ~2 kv_lora per key and query, expanding (dn + dv) kv_lora per key once.
+constexpr int64_t kMlaExpandMinTokens = 256;
+
 // p[j] = exp(s[j] - max) / sum, in place.
 void softmax_in_place(float* s, int64_t n) {
     float max_score = -INFINITY;
@@ -100,21 +104,29 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
         std::copy_n(row(latent, i), lora, row(cache.k, pos0 + i));
         std::copy_n(row(k_pe, i), dr, row(cache.v, pos0 + i));
     }
+    // Prefill of many tokens reconstructs each head's keys and values from the latents once (spec 2.1):
+    // cheaper than absorbing every query when the queries outnumber the ratio of the two costs.
+    const int64_t n_cached = pos0 + n;
+    const bool expand = n >= kMlaExpandMinTokens;
     // One task per head: its rows of w_kvb are decoded once for all queries.
     pool_.parallel_for(s.n_heads, 1, [&](int64_t begin, int64_t end) {
         std::vector<float> w_uk(dn * lora), w_uv(dv * lora);  // [dn, kv_lora], [dv, kv_lora]
-        std::vector<float> q_abs(lora), mixed(lora), scores(pos0 + n);
+        std::vector<float> q_abs(lora), mixed(lora), scores(n_cached);
+        std::vector<float> k_nope(expand ? n_cached * dn : 0), values(expand ? n_cached * dv : 0);
         std::vector<int64_t> keys;
         for (int64_t h = begin; h < end; ++h) {
             const int64_t r0 = h * (dn + dv);
             for (int64_t j = 0; j < dn; ++j) weight_decode_row(w_kvb.host, r0 + j, &w_uk[j * lora]);
             for (int64_t j = 0; j < dv; ++j) weight_decode_row(w_kvb.host, r0 + dn + j, &w_uv[j * lora]);
+            for (int64_t t = 0; expand && t < n_cached; ++t) {  // W_UK[h] latent(t), W_UV[h] latent(t)
+                for (int64_t j = 0; j < dn; ++j)
+                    k_nope[t * dn + j] = dot(&w_uk[j * lora], row(cache.k, t), lora);
+                for (int64_t j = 0; j < dv; ++j)
+                    values[t * dv + j] = dot(&w_uv[j * lora], row(cache.k, t), lora);
+            }
             for (int64_t i = 0; i < n; ++i) {
                 const float* q_nope = row(q, i) + h * (dn + dr);  // [dn]
                 const float* q_pe = q_nope + dn;                  // [dr]
-                std::fill(q_abs.begin(), q_abs.end(), 0.0f);      // W_UK[h]^T q_nope: [kv_lora]
-                for (int64_t j = 0; j < dn; ++j)
-                    for (int64_t c = 0; c < lora; ++c) q_abs[c] += q_nope[j] * w_uk[j * lora + c];
                 // Keys: every cached position up to this query's (causal), or the ones DSA selected.
                 keys.clear();
                 if (selection) {
@@ -125,6 +137,21 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
                     for (int64_t t = 0; t <= pos0 + i; ++t) keys.push_back(t);
                 }
                 const auto n_keys = static_cast<int64_t>(keys.size());
+                float* o = row(out, i) + h * dv;  // [dv]
+                if (expand) {
+                    for (int64_t j = 0; j < n_keys; ++j)
+                        scores[j] =
+                            (dot(q_nope, &k_nope[keys[j] * dn], dn) + dot(q_pe, row(cache.v, keys[j]), dr)) *
+                            s.scale;
+                    softmax_in_place(scores.data(), n_keys);
+                    std::fill_n(o, dv, 0.0f);
+                    for (int64_t j = 0; j < n_keys; ++j)
+                        for (int64_t d = 0; d < dv; ++d) o[d] += scores[j] * values[keys[j] * dv + d];
+                    continue;
+                }
+                std::fill(q_abs.begin(), q_abs.end(), 0.0f);  // W_UK[h]^T q_nope: [kv_lora]
+                for (int64_t j = 0; j < dn; ++j)
+                    for (int64_t c = 0; c < lora; ++c) q_abs[c] += q_nope[j] * w_uk[j * lora + c];
                 for (int64_t j = 0; j < n_keys; ++j)
                     scores[j] = (dot(q_abs.data(), row(cache.k, keys[j]), lora) +
                                  dot(q_pe, row(cache.v, keys[j]), dr)) *
@@ -135,8 +162,8 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
                     const float* lt = row(cache.k, keys[j]);
                     for (int64_t c = 0; c < lora; ++c) mixed[c] += scores[j] * lt[c];
                 }
-                float* o = row(out, i) + h * dv;  // W_UV[h] mixed: [dv]
-                for (int64_t j = 0; j < dv; ++j) o[j] = dot(&w_uv[j * lora], mixed.data(), lora);
+                for (int64_t j = 0; j < dv; ++j)
+                    o[j] = dot(&w_uv[j * lora], mixed.data(), lora);  // W_UV[h] mixed
             }
         }
     });
