@@ -7,27 +7,18 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <random>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/random.h"
 
 namespace coli {
 
 namespace {
 
-// Inputs: deterministic normal values (never zeros, which hide unwritten outputs).
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
 // A host weight owning its encoded bytes.
 Weight weight_random(Format f, int64_t rows, int64_t cols, uint32_t seed) {
-    const std::vector<float> w = random_floats(static_cast<size_t>(rows * cols), seed, 0.5f);
+    const std::vector<float> w = random_normal(static_cast<size_t>(rows * cols), seed, 0.5f);
     auto e = std::make_shared<EncodedWeight>(weight_encode(f, w.data(), rows, cols));
     return Weight{e->view(), nullptr, e};
 }
@@ -110,7 +101,7 @@ public:
                 const Weight w = weight_random(f, s.rows, s.cols, ++seed);
                 const Weight wb = b_.weight_upload(w);
                 for (int64_t n : tokens) {
-                    const std::vector<float> x = random_floats(n * s.cols, ++seed);
+                    const std::vector<float> x = random_normal(n * s.cols, ++seed);
                     std::vector<float> want(n * s.rows);
                     matmul_ref(w.host, x.data(), n, want.data());
                     check_case(
@@ -151,11 +142,11 @@ public:
     void rms_norm_cases() {
         uint32_t seed = 300;
         for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 256}, {7, 2048}, {5, 100}}) {
-            const std::vector<float> g = random_floats(d, ++seed);
+            const std::vector<float> g = random_normal(d, ++seed);
             auto gw = std::make_shared<std::vector<float>>(g);
             const Weight w{WeightView{Format::f32, 1, d, gw->data(), nullptr}, nullptr, gw};
             const Weight wb = b_.weight_upload(w);
-            const std::vector<float> x = random_floats(n * d, ++seed, 3.0f);
+            const std::vector<float> x = random_normal(n * d, ++seed, 3.0f);
             auto run = [&](Backend& b) {
                 Tensor out = b.tensor_new(n, d);
                 b.rms_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, 1e-5f, out);
@@ -169,7 +160,7 @@ public:
     void elementwise_cases() {
         uint32_t seed = 400;
         for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 64}, {9, 1000}}) {
-            const std::vector<float> a = random_floats(n * d, ++seed), c = random_floats(n * d, ++seed);
+            const std::vector<float> a = random_normal(n * d, ++seed), c = random_normal(n * d, ++seed);
             check_same({OpKind::add, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
                        [&](Backend& b) {
                            Tensor out = b.tensor_new(n, d);
@@ -204,7 +195,7 @@ public:
                            {RopeStyle::neox, 64, 64, 1, 5, 100000, 1.2f, 0, yarn}};
         for (const S& s : cases) {
             const int64_t cols = int64_t{s.head_dim} * s.heads;
-            const std::vector<float> x = random_floats(s.n * cols, ++seed);
+            const std::vector<float> x = random_normal(s.n * cols, ++seed);
             const RopeParams p{s.style, s.head_dim, s.rotary_dim, 10000.0f, s.scaling, s.offset, s.yarn};
             check_same({OpKind::rope, Format::f32, s.n, cols, s.n},
                        fmt::format("{} hd={} rot={}+{}{} n={} pos={}",
@@ -232,11 +223,11 @@ public:
                            {4, 2, 32, 40, 0, 40}};
         for (const S& s : cases) {
             const int64_t qw = int64_t{s.heads} * s.head_dim, kvw = int64_t{s.kv_heads} * s.head_dim;
-            const std::vector<float> q = random_floats(s.n * qw, ++seed),
-                                     k = random_floats(s.n * kvw, ++seed),
-                                     v = random_floats(s.n * kvw, ++seed),
-                                     kc = random_floats(s.ctx * kvw, ++seed),
-                                     vc = random_floats(s.ctx * kvw, ++seed);
+            const std::vector<float> q = random_normal(s.n * qw, ++seed),
+                                     k = random_normal(s.n * kvw, ++seed),
+                                     v = random_normal(s.n * kvw, ++seed),
+                                     kc = random_normal(s.ctx * kvw, ++seed),
+                                     vc = random_normal(s.ctx * kvw, ++seed);
             const AttentionShape shape{s.heads, s.kv_heads, s.head_dim, 1.0f / std::sqrt(float(s.head_dim))};
             check_same(
                 {OpKind::attention, Format::f32, s.ctx, qw, s.n},
@@ -265,7 +256,7 @@ public:
         };
         const S cases[] = {{1, 64, 8, false}, {5, 64, 8, true}, {3, 60, 4, true}, {2, 384, 8, false}};
         for (const S& s : cases) {
-            const std::vector<float> logits = random_floats(s.n * s.experts, ++seed, 2.0f);
+            const std::vector<float> logits = random_normal(s.n * s.experts, ++seed, 2.0f);
             check_same({OpKind::route_softmax_topk, Format::f32, s.n, s.experts, s.n},
                        fmt::format("n={} E={} k={}{}", s.n, s.experts, s.k, s.renormalize ? " renorm" : ""),
                        kOpTolRowReduce, [&](Backend& b) {
@@ -292,9 +283,9 @@ public:
                                    weight_random(f, d_ff, d_model, ++seed),
                                    weight_random(f, d_model, d_ff, ++seed), layer});
             for (int64_t n : {1, 5, 40}) {
-                const std::vector<float> x = random_floats(n * d_model, ++seed),
-                                         y0 = random_floats(n * d_model, ++seed);
-                const std::vector<float> logits = random_floats(n * n_experts, ++seed, 2.0f);
+                const std::vector<float> x = random_normal(n * d_model, ++seed),
+                                         y0 = random_normal(n * d_model, ++seed);
+                const std::vector<float> logits = random_normal(n * n_experts, ++seed, 2.0f);
                 const Routing r = ref_.route_softmax_topk(tensor_on(ref_, n, n_experts, logits), k, true);
                 const Weight& g = experts.front().gate;
                 check_same({OpKind::moe_experts, f, g.rows(), g.cols(), n, &g},
@@ -313,7 +304,7 @@ public:
         for (auto [n, cols, c0, width] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 576, 512, 64},
                                           {7, 96, 13, 40},
                                           {3, 64, 0, 64}}) {
-            const std::vector<float> x = random_floats(n * cols, ++seed);
+            const std::vector<float> x = random_normal(n * cols, ++seed);
             check_same({OpKind::slice_cols, Format::f32, n, cols, n},
                        fmt::format("[{}x{}] cols {}..{}", n, cols, c0, c0 + width), kOpTolExact,
                        [&](Backend& b) {
@@ -335,8 +326,8 @@ public:
                            {3, 384, {8, 1, 1, true, 2.827f}},  // Kimi K2
                            {2, 64, {6, 1, 1, false, 1.0f}}};
         for (const S& s : cases) {
-            const std::vector<float> logits = random_floats(s.n * s.experts, ++seed, 2.0f);
-            auto bias_values = std::make_shared<std::vector<float>>(random_floats(s.experts, ++seed, 0.1f));
+            const std::vector<float> logits = random_normal(s.n * s.experts, ++seed, 2.0f);
+            auto bias_values = std::make_shared<std::vector<float>>(random_normal(s.experts, ++seed, 0.1f));
             const Weight bias{WeightView{Format::f32, 1, s.experts, bias_values->data(), nullptr}, nullptr,
                               bias_values};
             check_same({OpKind::route_sigmoid_topk, Format::f32, s.n, s.experts, s.n},
@@ -371,11 +362,11 @@ public:
                 const Weight w =
                     weight_random(f, int64_t{m.n_heads} * (m.nope_dim + m.v_dim), m.kv_lora, ++seed);
                 const Weight wb = b_.weight_upload(w);
-                const std::vector<float> q = random_floats(s.n * qw, ++seed),
-                                         latent = random_floats(s.n * m.kv_lora, ++seed),
-                                         k_pe = random_floats(s.n * m.rope_dim, ++seed),
-                                         lc = random_floats(s.ctx * m.kv_lora, ++seed),
-                                         kc = random_floats(s.ctx * m.rope_dim, ++seed);
+                const std::vector<float> q = random_normal(s.n * qw, ++seed),
+                                         latent = random_normal(s.n * m.kv_lora, ++seed),
+                                         k_pe = random_normal(s.n * m.rope_dim, ++seed),
+                                         lc = random_normal(s.ctx * m.kv_lora, ++seed),
+                                         kc = random_normal(s.ctx * m.rope_dim, ++seed);
                 // DSA-style selection: every third visible key, the row padded with -1.
                 constexpr int kPicked = 6;
                 std::vector<float> picks(s.n * kPicked, -1.0f);
@@ -409,11 +400,11 @@ public:
     void layer_norm_cases() {
         uint32_t seed = 1200;
         for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 128}, {6, 100}}) {
-            auto gb = std::make_shared<std::vector<float>>(random_floats(2 * d, ++seed));
+            auto gb = std::make_shared<std::vector<float>>(random_normal(2 * d, ++seed));
             const Weight w{WeightView{Format::f32, 1, d, gb->data(), nullptr}, nullptr, gb};
             const Weight bias{WeightView{Format::f32, 1, d, gb->data() + d, nullptr}, nullptr, gb};
             const Weight wb = b_.weight_upload(w), bb = b_.weight_upload(bias);
-            const std::vector<float> x = random_floats(n * d, ++seed, 3.0f);
+            const std::vector<float> x = random_normal(n * d, ++seed, 3.0f);
             check_same({OpKind::layer_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
                        kOpTolRowReduce, [&](Backend& b) {
                            Tensor out = b.tensor_new(n, d);
@@ -437,10 +428,10 @@ public:
         for (const S& s : cases) {
             const DsaShape& m = s.shape;
             const int64_t qw = int64_t{m.n_heads} * m.head_dim;
-            const std::vector<float> q = random_floats(s.n * qw, ++seed),
-                                     w = random_floats(s.n * m.n_heads, ++seed),
-                                     k = random_floats(s.n * m.head_dim, ++seed),
-                                     kc = random_floats(s.ctx * m.head_dim, ++seed);
+            const std::vector<float> q = random_normal(s.n * qw, ++seed),
+                                     w = random_normal(s.n * m.n_heads, ++seed),
+                                     k = random_normal(s.n * m.head_dim, ++seed),
+                                     kc = random_normal(s.ctx * m.head_dim, ++seed);
             check_same(
                 {OpKind::dsa_select, Format::f32, s.ctx, qw, s.n},
                 fmt::format("H={} d={} top={} n={} pos={}", m.n_heads, m.head_dim, m.top_k, s.n, s.pos0),

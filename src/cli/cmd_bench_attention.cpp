@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <random>
 #include <sstream>
 
 #include "backend/registry.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
 
@@ -33,16 +33,9 @@ struct BenchAttentionArgs {
     int threads = 0;
 };
 
-std::vector<float> random_floats(size_t n, std::mt19937& rng) {
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
-Tensor tensor_random(Backend& b, int64_t rows, int64_t cols, std::mt19937& rng) {
+Tensor tensor_random(Backend& b, int64_t rows, int64_t cols, uint32_t& seed) {
     Tensor t = b.tensor_new(rows, cols);
-    b.tensor_write(t, random_floats(static_cast<size_t>(rows * cols), rng));
+    b.tensor_write(t, random_normal(static_cast<size_t>(rows * cols), seed++));
     return t;
 }
 
@@ -76,8 +69,8 @@ void bench_attention(const BenchAttentionArgs& a) {
         check(c > 0, "--contexts: {} is not a positive length", c);
         contexts.push_back(c);
     }
-    std::mt19937 rng(kSeed);
-    const std::vector<float> wv = random_floats(int64_t{kHeads} * (kNope + kV) * kKvLora, rng);
+    uint32_t seed = kSeed;
+    const std::vector<float> wv = random_normal(int64_t{kHeads} * (kNope + kV) * kKvLora, seed++);
     auto encoded = std::make_shared<EncodedWeight>(
         weight_encode(Format::bf16, wv.data(), int64_t{kHeads} * (kNope + kV), kKvLora));
     const Weight w_kvb = b->weight_upload(Weight{encoded->view(), nullptr, encoded});
@@ -95,13 +88,13 @@ void bench_attention(const BenchAttentionArgs& a) {
                "DSA index ms", "sparse MLA ms", "DSA total ms");
     for (int64_t ctx : contexts) {
         const int64_t pos0 = ctx - 1;
-        KvCache cache{tensor_random(*b, ctx, kKvLora, rng), tensor_random(*b, ctx, kRope, rng)};
-        Tensor index_keys = tensor_random(*b, ctx, kIndexDim, rng);
-        const Tensor q = tensor_random(*b, 1, int64_t{kHeads} * (kNope + kRope), rng);
-        const Tensor latent = tensor_random(*b, 1, kKvLora, rng), k_pe = tensor_random(*b, 1, kRope, rng);
-        const Tensor q_index = tensor_random(*b, 1, int64_t{kIndexHeads} * kIndexDim, rng);
-        const Tensor weights = tensor_random(*b, 1, kIndexHeads, rng),
-                     k_index = tensor_random(*b, 1, kIndexDim, rng);
+        KvCache cache{tensor_random(*b, ctx, kKvLora, seed), tensor_random(*b, ctx, kRope, seed)};
+        Tensor index_keys = tensor_random(*b, ctx, kIndexDim, seed);
+        const Tensor q = tensor_random(*b, 1, int64_t{kHeads} * (kNope + kRope), seed);
+        const Tensor latent = tensor_random(*b, 1, kKvLora, seed), k_pe = tensor_random(*b, 1, kRope, seed);
+        const Tensor q_index = tensor_random(*b, 1, int64_t{kIndexHeads} * kIndexDim, seed);
+        const Tensor weights = tensor_random(*b, 1, kIndexHeads, seed),
+                     k_index = tensor_random(*b, 1, kIndexDim, seed);
         Tensor out = b->tensor_new(1, int64_t{kHeads} * kV), selection = b->tensor_new(1, kIndexTopK);
 
         const double dense = median_seconds(*b, a.reps, out, [&] {

@@ -4,22 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/random.h"
 #include "core/thread_pool.h"
 
 namespace coli {
 namespace {
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
 
 TEST(MlaPrefill, ReconstructedKeysAndValuesEqualAbsorbedQueries) {
     ThreadPool pool(2);
@@ -27,13 +19,13 @@ TEST(MlaPrefill, ReconstructedKeysAndValuesEqualAbsorbedQueries) {
     constexpr int64_t kTokens = 300;  // past the expansion threshold
     const MlaShape s{2, 32, 16, 24, 64, 0.15f};
     const int64_t qw = int64_t{s.n_heads} * (s.nope_dim + s.rope_dim), ow = int64_t{s.n_heads} * s.v_dim;
-    const std::vector<float> wv = random_floats(int64_t{s.n_heads} * (s.nope_dim + s.v_dim) * s.kv_lora, 1);
+    const std::vector<float> wv = random_normal(int64_t{s.n_heads} * (s.nope_dim + s.v_dim) * s.kv_lora, 1);
     const Weight w{
         WeightView{Format::f32, int64_t{s.n_heads} * (s.nope_dim + s.v_dim), s.kv_lora, wv.data(), nullptr},
         nullptr, nullptr};
-    const std::vector<float> q = random_floats(kTokens * qw, 2),
-                             latent = random_floats(kTokens * s.kv_lora, 3),
-                             k_pe = random_floats(kTokens * s.rope_dim, 4);
+    const std::vector<float> q = random_normal(kTokens * qw, 2),
+                             latent = random_normal(kTokens * s.kv_lora, 3),
+                             k_pe = random_normal(kTokens * s.rope_dim, 4);
     auto tensor = [&](int64_t rows, int64_t cols, const float* v) {
         Tensor t = cpu.tensor_new(rows, cols);
         cpu.tensor_write(t, std::span<const float>(v, rows * cols));

@@ -2,12 +2,11 @@
 // counted. A stand-in backend that declines some ops plays the GPU here.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "backend/cpu/cpu_backend.h"
 #include "backend/ops.h"
 #include "backend/registry.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "core/thread_pool.h"
 
 namespace coli {
@@ -82,14 +81,6 @@ public:
     }
 };
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d;
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
 TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
     ThreadPool pool(2);
     CpuBackend cpu(pool);
@@ -97,7 +88,7 @@ TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
     Ops on_cpu(cpu, cpu), on_gpu(gpu, cpu);
 
     const int64_t rows = 48, cols = 64, n = 3;
-    const std::vector<float> wf = random_floats(rows * cols, 1), xf = random_floats(n * cols, 2);
+    const std::vector<float> wf = random_normal(rows * cols, 1), xf = random_normal(n * cols, 2);
     auto encoded = std::make_shared<EncodedWeight>(weight_encode(Format::int8_row, wf.data(), rows, cols));
     Weight w{encoded->view(), nullptr, encoded};
     std::vector<float> gain(rows, 1.5f);
@@ -166,7 +157,7 @@ TEST(OpsFallback, FaultsFallBackToTheCpuAndAreCounted) {
     FaultingBackend gpu(pool);
     Ops on_cpu(cpu, cpu), on_gpu(gpu, cpu);
     const int64_t rows = 24, cols = 64, n = 2;
-    const std::vector<float> wf = random_floats(rows * cols, 3), xf = random_floats(n * cols, 4);
+    const std::vector<float> wf = random_normal(rows * cols, 3), xf = random_normal(n * cols, 4);
     auto encoded = std::make_shared<EncodedWeight>(weight_encode(Format::bf16, wf.data(), rows, cols));
     Weight w{encoded->view(), nullptr, encoded};
     std::vector<float> results[2];

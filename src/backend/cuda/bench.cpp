@@ -7,13 +7,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <random>
 #include <vector>
 
 #include "backend/cuda/blas.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_backend_impl.h"
 #include "core/error.h"
+#include "core/random.h"
 
 namespace coli {
 
@@ -65,14 +65,6 @@ double time_ms(cudaStream_t s, F&& f, int calls = kCallsPerRun) {
     return ms[kRepeats / 2];
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
 // Device-to-device copies of `bytes` (bytes read + written / time, as the large copy), each from a
 // different offset of the large buffers so that they read HBM: what a kernel reading that much can expect.
 double same_size_copy_gbps(cudaStream_t s, uint8_t* src, uint8_t* dst, uint64_t bytes) {
@@ -115,7 +107,7 @@ void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const float* x,
     fmt::print("\ndecode MoE layer, n = 1: {} experts of [{} x {}] gate, up and down in 2 batched launches\n",
                kBenchExperts, kExpertFf, kExpertModel);
     fmt::print("{:<16} {:>10} {:>10} {:>9}\n", "format", "us", "GB/s", "of copy");
-    const std::vector<float> wf = random_floats(static_cast<size_t>(kExpertFf * kExpertModel), 13);
+    const std::vector<float> wf = random_normal(static_cast<size_t>(kExpertFf * kExpertModel), 13);
     for (Format f : kFormats) {
         const EncodedWeight gu = weight_encode(f, wf.data(), kExpertFf, kExpertModel);
         const EncodedWeight dn = weight_encode(f, wf.data(), kExpertModel, kExpertFf);
@@ -166,7 +158,7 @@ void cuda_bench_print() {
     fmt::print("{:<16} {:>14} {:>10} {:>10} {:>9} {:>12} {:>9}\n", "format", "shape", "us", "GB/s", "of copy",
                "same-size", "of it");
     const int64_t max_cols = 8192;
-    const std::vector<float> xh = random_floats(kPrefillTokens * max_cols, 7);
+    const std::vector<float> xh = random_normal(kPrefillTokens * max_cols, 7);
     cuda::Scratch<float> x(ctx, xh.size()), y(ctx, kPrefillTokens * max_cols);
     cuda_check(cudaMemcpyAsync(x.get(), xh.data(), xh.size() * sizeof(float), cudaMemcpyHostToDevice, s),
                "bench x");
@@ -178,7 +170,7 @@ void cuda_bench_print() {
     };
     std::vector<Gemm> gemms;
     for (const Shape& sh : kShapes) {
-        const std::vector<float> wf = random_floats(static_cast<size_t>(sh.rows * sh.cols), 11);
+        const std::vector<float> wf = random_normal(static_cast<size_t>(sh.rows * sh.cols), 11);
         for (Format f : kFormats) {
             const EncodedWeight e = weight_encode(f, wf.data(), sh.rows, sh.cols);
             const WeightView v = e.view();
