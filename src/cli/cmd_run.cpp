@@ -68,6 +68,7 @@ void run_text(const RunArgs& a) {
         conversation.complete(a.prompt, a.max_tokens, sampler, stream);
     }
     fmt::print("\n");
+    std::fflush(stdout);  // the text ends before the statistics on stderr begin, also through a pipe
     speed_print(conversation.session().last_stats());
     stats_print(engine);
 }
