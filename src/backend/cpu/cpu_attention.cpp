@@ -29,9 +29,17 @@ void softmax_in_place(float* s, int64_t n) {
     for (int64_t j = 0; j < n; ++j) s[j] /= sum;
 }
 
+// Sum of a[d] b[d] over kDotLanes independent partial sums, so that the compiler can keep them in vector
+// registers (one running sum would be a serial chain it may not reorder).
+constexpr int kDotLanes = 16;
 float dot(const float* a, const float* b, int64_t n) {
+    float lanes[kDotLanes] = {};
+    int64_t d = 0;
+    for (; d + kDotLanes <= n; d += kDotLanes)
+        for (int l = 0; l < kDotLanes; ++l) lanes[l] += a[d + l] * b[d + l];
     float sum = 0;
-    for (int64_t d = 0; d < n; ++d) sum += a[d] * b[d];
+    for (int l = 0; l < kDotLanes; ++l) sum += lanes[l];
+    for (; d < n; ++d) sum += a[d] * b[d];
     return sum;
 }
 
