@@ -24,7 +24,7 @@ DeepseekConfig::DeepseekConfig(const nlohmann::json& c) {
     n_layers = config_get<int>(c, "num_hidden_layers");
     n_heads = config_get<int>(c, "num_attention_heads");
     n_dense = config_get_or<int>(c, "first_k_dense_replace", 0);
-    moe_every = config_get_or<int>(c, "moe_layer_freq", 1);
+    const int moe_every = config_get_or<int>(c, "moe_layer_freq", 1);
     q_lora = config_get_or<int>(c, "q_lora_rank", 0);
     kv_lora = config_get<int>(c, "kv_lora_rank");
     nope_dim = config_get<int>(c, "qk_nope_head_dim");

@@ -14,7 +14,7 @@ namespace coli {
 
 struct DeepseekConfig {
     int64_t vocab, d_model, d_ff, d_expert;          // d_ff: dense MLP width; d_expert: one routed expert's
-    int n_layers, n_heads, n_dense, moe_every;       // n_dense: first_k_dense_replace
+    int n_layers, n_heads, n_dense;                  // n_dense: first_k_dense_replace
     int q_lora, kv_lora, nope_dim, rope_dim, v_dim;  // q_lora 0: q_proj without LoRA
     int n_experts, top_k, n_group, topk_group, n_shared;  // routed experts, their groups, shared experts
     bool norm_topk_prob;                                  // routed weights renormalized to sum 1

@@ -196,6 +196,41 @@ void openai_common_parse(const json& j, const RequestLimits& limits, GenerationR
     if (const json* v = field(j, "ignore_eos")) r.ignore_eos = bool_get(*v, "ignore_eos");
 }
 
+// The two APIs' conversation lists: element names in errors, the roles they allow, whether content may be
+// absent.
+enum class MessageDialect { openai, anthropic };
+
+// Appends the body's 'messages' ({role, content} objects) to r.messages, checked the dialect's way.
+void messages_append(const json& j, MessageDialect dialect, GenerationRequest& r) {
+    const bool openai = dialect == MessageDialect::openai;
+    const json* msgs = field(j, "messages");
+    if (!msgs) invalid_request("'messages' is required", "messages");
+    if (!msgs->is_array() || msgs->empty())
+        invalid_request("'messages' must be a non-empty array of {role, content} objects", "messages");
+    for (size_t i = 0; i < msgs->size(); ++i) {
+        const json& m = (*msgs)[i];
+        const std::string where = openai ? fmt::format("messages[{}]", i) : fmt::format("messages.{}", i);
+        if (!m.is_object())
+            invalid_request(fmt::format("'{}' must be an object, not {}", where, type_name(m)), where);
+        const json* role = field(m, "role");
+        if (!role) invalid_request(fmt::format("'{}.role' is required", where), where + ".role");
+        std::string role_name = string_get(*role, where + ".role");
+        if (openai && role_name == "developer") role_name = "system";  // OpenAI's newer name for it
+        const bool known =
+            role_name == "user" || role_name == "assistant" || (openai && role_name == "system");
+        if (!known)
+            invalid_request(fmt::format("'{}.role' must be {}, got {}", where,
+                                        openai ? "system, developer, user or assistant" : "user or assistant",
+                                        json_quoted(role_name)),
+                            where + ".role");
+        const json* content = field(m, "content");
+        if (!content && !openai)
+            invalid_request(fmt::format("'{}.content' is required", where), where + ".content");
+        r.messages.push_back(
+            {role_name, content ? content_get(*content, where + ".content") : std::string()});
+    }
+}
+
 }  // namespace
 
 GenerationRequest chat_request_parse(std::string_view body, const RequestLimits& limits) {
@@ -207,27 +242,7 @@ GenerationRequest chat_request_parse(std::string_view body, const RequestLimits&
         v && !(v->is_object() && v->value("type", json("text")) == json("text")))
         invalid_request("'response_format' other than {\"type\": \"text\"} is not supported by this server",
                         "response_format", "unsupported_parameter");
-    const json* msgs = field(j, "messages");
-    if (!msgs) invalid_request("'messages' is required", "messages");
-    if (!msgs->is_array() || msgs->empty())
-        invalid_request("'messages' must be a non-empty array of {role, content} objects", "messages");
-    for (size_t i = 0; i < msgs->size(); ++i) {
-        const json& m = (*msgs)[i];
-        const std::string where = fmt::format("messages[{}]", i);
-        if (!m.is_object())
-            invalid_request(fmt::format("'{}' must be an object, not {}", where, type_name(m)), where);
-        const json* role = field(m, "role");
-        if (!role) invalid_request(fmt::format("'{}.role' is required", where), where + ".role");
-        std::string role_name = string_get(*role, where + ".role");
-        if (role_name == "developer") role_name = "system";  // OpenAI's newer name for the system message
-        if (role_name != "system" && role_name != "user" && role_name != "assistant")
-            invalid_request(fmt::format("'{}.role' must be system, developer, user or assistant, got {}",
-                                        where, json_quoted(role_name)),
-                            where + ".role");
-        const json* content = field(m, "content");
-        r.messages.push_back(
-            {role_name, content ? content_get(*content, where + ".content") : std::string()});
-    }
+    messages_append(j, MessageDialect::openai, r);
     return r;
 }
 
@@ -279,26 +294,7 @@ GenerationRequest messages_request_parse(std::string_view body, const RequestLim
     if (const json* v = field(j, "stream")) r.stream = bool_get(*v, "stream");
     if (const json* v = field(j, "ignore_eos")) r.ignore_eos = bool_get(*v, "ignore_eos");
     if (const json* v = field(j, "system")) r.messages.push_back({"system", content_get(*v, "system")});
-    const json* msgs = field(j, "messages");
-    if (!msgs) invalid_request("'messages' is required", "messages");
-    if (!msgs->is_array() || msgs->empty())
-        invalid_request("'messages' must be a non-empty array of {role, content} objects", "messages");
-    for (size_t i = 0; i < msgs->size(); ++i) {
-        const json& m = (*msgs)[i];
-        const std::string where = fmt::format("messages.{}", i);
-        if (!m.is_object())
-            invalid_request(fmt::format("'{}' must be an object, not {}", where, type_name(m)), where);
-        const json* role = field(m, "role");
-        if (!role) invalid_request(fmt::format("'{}.role' is required", where), where + ".role");
-        const std::string role_name = string_get(*role, where + ".role");
-        if (role_name != "user" && role_name != "assistant")
-            invalid_request(
-                fmt::format("'{}.role' must be user or assistant, got {}", where, json_quoted(role_name)),
-                where + ".role");
-        const json* content = field(m, "content");
-        if (!content) invalid_request(fmt::format("'{}.content' is required", where), where + ".content");
-        r.messages.push_back({role_name, content_get(*content, where + ".content")});
-    }
+    messages_append(j, MessageDialect::anthropic, r);
     return r;
 }
 

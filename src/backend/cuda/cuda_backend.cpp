@@ -216,9 +216,11 @@ void CudaBackend::clamp(Tensor& x, float lo, float hi) {
 }
 
 const float* CudaBackend::inv_freq(const RopeParams& p) {
-    std::vector<float> inv = rope_inv_freq(p);  // as the CPU computes it, in f32
-    auto& slot = inv_freq_[inv];
+    // Keyed by what the table depends on, so that a rope call only computes it the first time.
+    auto& slot = inv_freq_[{p.theta, p.rotary_dim, p.yarn.factor, p.yarn.original_ctx, p.yarn.beta_fast,
+                            p.yarn.beta_slow}];
     if (!slot) {
+        const std::vector<float> inv = rope_inv_freq(p);  // as the CPU computes it, in f32
         slot = cuda::buffer_new(ctx_, inv.size() * sizeof(float), ctx_->compute);
         // Synchronous: the host table goes out of scope here.
         cuda_check(cudaMemcpy(slot.get(), inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice),

@@ -10,6 +10,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -72,7 +73,7 @@ public:
 private:
     void fault_check(OpKind op) const;  // throws coli::Error when COLI_CUDA_FAIL_OP names op
     static const cuda::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
-    const float* inv_freq(const RopeParams& p);                                  // cached per distinct table
+    const float* inv_freq(const RopeParams& p);  // cached per (theta, rotary_dim, yarn)
     // moe_experts for decode (few tokens per expert: batched launches) and for prefill (per expert).
     void moe_batched(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Routing& r,
                      const Tensor& x, Tensor& y);
@@ -85,7 +86,8 @@ private:
     uint64_t dense_on_host_ = 0;              // dense weights left on the host (over budget)
     std::unique_ptr<cuda::ExpertTier> tier_;  // made at the first moe_experts, with what dense left
     std::array<bool, static_cast<size_t>(OpKind::count_)> fail_{};  // ops with an injected fault
-    std::map<std::vector<float>, std::shared_ptr<void>> inv_freq_;  // rope tables on the device, by value
+    // Rope tables on the device, by (theta, rotary_dim, yarn factor, original context, beta_fast, beta_slow).
+    std::map<std::tuple<float, int, float, float, float, float>, std::shared_ptr<void>> inv_freq_;
 };
 
 }  // namespace coli
