@@ -9,10 +9,11 @@
 
 namespace coli {
 
-std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix) {
+std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix,
+                                               const SwigluNames& projections) {
     std::vector<std::string> names;
-    for (const char* proj : {"gate_proj.weight", "up_proj.weight", "down_proj.weight"}) {
-        names.push_back(prefix + proj);
+    for (const std::string* proj : {&projections.gate, &projections.up, &projections.down}) {
+        names.push_back(prefix + *proj + ".weight");
         if (ckpt.find(scale_name_of(names.back())) != nullptr) names.push_back(scale_name_of(names.back()));
     }
     return names;

@@ -13,9 +13,19 @@ namespace coli {
 // Turns a cached expert's tensors (in the order the model gave ExpertLayout) into SwiGLU weights.
 using ExpertWeightsOf = std::function<ExpertWeights(const ExpertHandle&)>;
 
+// What a family calls a routed expert's three projections under the expert's prefix.
+struct SwigluNames {
+    std::string gate = "gate_proj";  // activated, then multiplied by up (OLMoE, DeepSeek, GLM)
+    std::string up = "up_proj";      // the linear branch
+    std::string down = "down_proj";  // back to the model width
+};
+// Kimi Linear and Kimi K3: experts.E.w1 (gate), .w3 (up), .w2 (down).
+inline const SwigluNames kKimiExpertNames{"w1", "w3", "w2"};
+
 // The tensors of one routed SwiGLU expert under `prefix` ("model.layers.3.mlp.experts.7."): the gate, up and
 // down weights, each followed by its block scales when the checkpoint stores them (FP8).
-std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix);
+std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix,
+                                               const SwigluNames& names = {});
 // SwiGLU weights from a cached expert whose parts follow swiglu_expert_tensors.
 ExpertWeights swiglu_expert_weights(const ExpertHandle& e);
 
