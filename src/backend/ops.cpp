@@ -297,7 +297,7 @@ Tensor Ops::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, 
 
 Tensor Ops::short_conv(const Tensor& x, const Weight& w, Tensor& state) {
     Tensor out;
-    if (ran_native({OpKind::short_conv, w.format(), x.rows(), x.cols(), x.rows(), &w}, [&] {
+    if (ran_native({OpKind::short_conv, w.format(), w.rows(), w.cols(), x.rows(), &w}, [&] {
             out = primary_.tensor_new(x.rows(), x.cols());
             primary_.short_conv(x, w, state, out);
         }))

@@ -371,22 +371,19 @@ std::vector<OpUse> kimi_family_ops(const KimiFamilySize& z) {
     std::vector<Format> expert = dense;
     if (z.k3) expert.push_back(Format::mxfp4);  // K3's routed experts, read in place
     const int64_t width = z.heads * z.head_dim;
+    constexpr int64_t kConvKernel = 4;  // short_conv_kernel_size of every released Kimi model
     std::vector<OpUse> ops = {
         {OpKind::embedding, stored, z.vocab, z.d_model, "token embedding"},
         {OpKind::rms_norm, {Format::f32}, 1, z.d_model, "layer, q_a, kv_a and KDA output norms"},
         {OpKind::matmul, dense, z.d_model, width, "projections, gates, router, lm_head"},
-        {OpKind::short_conv, {Format::f32}, 1, width, "KDA short convolutions"},
+        {OpKind::short_conv, {Format::f32}, width, kConvKernel, "KDA short convolutions"},
         {OpKind::kda, {Format::f32}, width, z.head_dim, "KDA gated delta rule"},
         {OpKind::mul_sigmoid, {Format::f32}, 1, width, "KDA (and K3 MLA) output gates"},
         {OpKind::slice_cols, {Format::f32}, 1, z.kv_lora + z.rope, "latent and shared key from kv_a"},
         {OpKind::mla_attention, dense, z.ctx, z.heads * (z.nope + z.rope), "absorbed NoPE MLA, latent cache"},
         {OpKind::add, {Format::f32}, 1, z.d_model, "residuals"},
         {OpKind::route_sigmoid_topk, {Format::f32}, 1, z.experts, "sigmoid router"},
-        {OpKind::moe_experts,
-         expert,
-         z.d_expert,
-         z.expert_in,
-         "routed, shared and dense experts",
+        {OpKind::moe_experts, expert, z.d_expert, z.expert_in, "routed, shared and dense experts",
          z.k3 ? GluKind::situ : GluKind::silu},
     };
     // Attention residuals mix at most ceil(layers / block) snapshots and the running sum: 9 in K3.

@@ -15,7 +15,9 @@
 
 namespace coli {
 
+using cuda::check_owner;
 using cuda::cuda_check;
+using cuda::dev;
 
 namespace {
 
@@ -24,17 +26,6 @@ constexpr double kBytesPerMB = 1e6;
 constexpr int kHeadDimBound = 512;                     // head_dim the attention smem check allows for
 constexpr int kMlaLatentBound = 1024;                  // kv_lora + rope_dim the MLA smem check allows for
 constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";  // comma-separated op names that fail on purpose
-
-float* dev(Tensor& t) {
-    return static_cast<float*>(t.storage());
-}
-const float* dev(const Tensor& t) {
-    return static_cast<const float*>(t.storage());
-}
-
-void check_owner(const Tensor& t, const Backend* b, const char* what) {
-    check(t.backend() == b, "cuda {}: the tensor is held by another backend", what);
-}
 
 }  // namespace
 
@@ -107,7 +98,8 @@ std::string CudaBackend::stats() const {
 bool CudaBackend::supports(const OpDesc& d) const {
     if (!cuda_supports(d)) return false;
     const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
-                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention;
+                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention ||
+                              d.op == OpKind::short_conv || d.op == OpKind::res_mix;
     if (dense_weight && d.weight != nullptr && d.weight->device == nullptr) return false;  // left on the host
     if (d.op == OpKind::attention &&
         cuda::attention_smem_bytes(d.rows, kHeadDimBound) > ctx_->props.sharedMemPerBlockOptin)

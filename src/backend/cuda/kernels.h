@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "backend/activations.h"
 #include "formats/format.h"
 
 namespace coli::cuda {
@@ -106,8 +107,33 @@ void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k
 
 // out[i] = x[rows[i]].                                                      x: [*, d]; out: [m, d]
 void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t m, float* out, cudaStream_t s);
-// out = silu(gate) * up.
-void swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
+// A gated-linear-unit activation (backend/activations.h glu).
+struct GluArgs {
+    GluKind kind;       // silu or situ
+    float beta;         // situ: the gate's tanh bound
+    float linear_beta;  // situ: the up projection's tanh bound
+};
+// out = act(gate, up), elementwise; out may alias gate.
+void glu(const float* gate, const float* up, int64_t count, const GluArgs& act, float* out, cudaStream_t s);
+// out = a * sigmoid(b), elementwise.
+void mul_sigmoid(const float* a, const float* b, int64_t count, float* out, cudaStream_t s);
+// Attention residuals (backend.h res_mix) of m entries, each [n, d] on the device.      w: [d]; out: [n, d]
+void res_mix(const float* const* entries, int m, const float* w, float eps, int64_t n, int64_t d, float* out,
+             cudaStream_t s);
+
+// KDA's causal depthwise convolution then SiLU (backend.h short_conv), the state advanced in place.
+//                                                          x, out: [n, c]; w: [c, k]; state: [k - 1, c]
+void short_conv(const float* x, const float* w, int k, int64_t n, int64_t c, float* state, float* out,
+                cudaStream_t s);
+// The Kimi delta rule (backend.h kda) over n tokens from state (updated in place); head_dim one of
+// kCudaKdaHeadDims.     q, k, v, g, out: [n, H d]; beta: [n, H]; a_log: [H]; dt_bias: [H d]; state: [H d, d]
+struct KdaArgs {
+    int n_heads, head_dim;   // KdaShape
+    float gate_lower_bound;  // 0: softplus gate
+};
+void kda(const float* q, const float* k, const float* v, const float* g, const float* beta,
+         const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state, float* out,
+         cudaStream_t s);
 // y[rows[i]] += src[i] * gains[i].                                          src: [m, d]; y: [*, d]
 void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* gains, int64_t m, float* y,
                  cudaStream_t s);

@@ -22,4 +22,11 @@ inline constexpr int64_t kCudaRouteMaxExperts = 16384;
 // Widest MLA latent (kv_lora_rank) the MLA kernel accumulates per block (DeepSeek, GLM, Kimi: 512).
 inline constexpr int64_t kCudaMlaMaxLatent = 1024;
 
+// KDA head sizes the recurrent kernel is compiled for (each thread keeps one state column in registers).
+inline constexpr int kCudaKdaHeadDims[] = {16, 32, 64, 128};
+// Longest short convolution (KDA: 4); each thread keeps its channel's window in registers.
+inline constexpr int kCudaConvMaxKernel = 8;
+// Most entries one res_mix call mixes (K3: 8 block snapshots and the running sum).
+inline constexpr int kCudaResMixMaxEntries = 16;
+
 }  // namespace coli
