@@ -1,7 +1,7 @@
 // DSA's selection rule (backend.h dsa_topk_row) on the device, one block per query row:
-//   1. radix select: four passes of 8 bits over the scores, as order-preserving integer keys, find the
-//      key T of the want-th largest score (want = min(top_k, visible)) and how many scores equal to T it
-//      takes to reach want;
+//   1. radix select: four passes of 8 bits over the scores, as order-preserving integer keys (the first
+//      kCachedKeys of them kept in shared memory), find the key T of the want-th largest score (want =
+//      min(top_k, visible)) and how many scores equal to T it takes to reach want;
 //   2. collection, in position order: every score above T, and the first of those equal to T (a scan over
 //      the row in chunks, so that ties go to the lower positions);
 //   3. a bitonic sort of the picked (score, position) pairs: score descending, then position ascending,
@@ -26,6 +26,8 @@ constexpr uint32_t kSignBit = 0x80000000u;     // f32 sign
 constexpr int kNoDigit = kBins;                // a lane outside the row or the current prefix
 constexpr uint64_t kEmptySlot = ~uint64_t{0};  // sorts after every picked pair
 constexpr int kPositionBits = 32;              // low half of a sort word: the position
+// Keys of a row kept in shared memory for the five passes over it (128 KB); later positions are re-read.
+constexpr int64_t kCachedKeys = 32768;
 
 static_assert(kBins % kWarp == 0, "the digit-finding warp splits the bins evenly");
 
@@ -72,6 +74,7 @@ __device__ uint32_t digit_find(const uint32_t* hist, uint32_t& remaining, uint32
 __global__ void __launch_bounds__(kThreads)
     dsa_topk_kernel(const float* __restrict__ scores, int64_t total, int64_t pos0, int top_k,
                     float* __restrict__ out) {
+    extern __shared__ uint32_t cached[];  // [min(visible, kCachedKeys)]: score keys of the row's start
     __shared__ uint32_t hist[kBins];
     __shared__ uint32_t found[2];           // digit_find's digit and remaining
     __shared__ uint32_t warp_ties[kWarps];  // ties to T per warp in the current chunk
@@ -81,6 +84,10 @@ __global__ void __launch_bounds__(kThreads)
     const float* row = scores + i * total;
     const uint32_t want = static_cast<uint32_t>(visible < top_k ? visible : top_k);
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    const int64_t n_cached = visible < kCachedKeys ? visible : kCachedKeys;
+    for (int64_t j = threadIdx.x; j < n_cached; j += kThreads) cached[j] = score_key(row[j]);
+    __syncthreads();
+    const auto key_at = [&](int64_t j) { return j < n_cached ? cached[j] : score_key(row[j]); };
 
     // 1. The key T of the want-th largest score, digit by digit from the top.
     uint32_t prefix = 0, prefix_mask = 0, remaining = want;
@@ -91,7 +98,7 @@ __global__ void __launch_bounds__(kThreads)
             const int64_t j = base + threadIdx.x;
             uint32_t digit = kNoDigit;
             if (j < visible) {
-                const uint32_t key = score_key(row[j]);
+                const uint32_t key = key_at(j);
                 if ((key & prefix_mask) == prefix) digit = (key >> shift) & kDigitMask;
             }
             // One atomic per distinct digit in the warp: scores often share their top bits.
@@ -109,7 +116,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     for (int64_t base = 0; base < visible; base += kThreads) {
         const int64_t j = base + threadIdx.x;
-        const uint32_t key = j < visible ? score_key(row[j]) : 0;
+        const uint32_t key = j < visible ? key_at(j) : 0;
         const bool tie = j < visible && key == threshold;
         if (j < visible && key > threshold) picked[atomicAdd(&above_count, 1u)] = sort_word(key, j);
         const unsigned ballot = __ballot_sync(kFullMask, tie);
@@ -154,7 +161,11 @@ __global__ void __launch_bounds__(kThreads)
 void dsa_topk(const float* scores, int64_t n, int64_t total, int64_t pos0, int top_k, float* out,
               cudaStream_t s) {
     if (n == 0) return;
-    dsa_topk_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(scores, total, pos0, top_k, out);
+    const size_t smem = static_cast<size_t>(total < kCachedKeys ? total : kCachedKeys) * sizeof(uint32_t);
+    cuda_check(cudaFuncSetAttribute(dsa_topk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)),
+               "dsa_topk shared memory");
+    dsa_topk_kernel<<<static_cast<unsigned>(n), kThreads, smem, s>>>(scores, total, pos0, top_k, out);
     cuda_check(cudaGetLastError(), "dsa_topk launch");
 }
 

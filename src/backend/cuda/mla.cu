@@ -4,7 +4,7 @@
 //   mla_gather   the latent and rope-key rows of DSA's selection, contiguous per query (zeros for -1)
 //   mla_softmax  masked softmax over each (query, head) row of scores: causal, or the selection's slots
 //   sum_chunks   the split-K partial mixes added in chunk order
-//   mla_output   out[i][h] = W_UV[h] mixed[i][h]                block (i, h), warp per row
+//   mla_output   out[i][h] = W_UV[h] mixed[i][h]                block (i, h, row tile), warp per row
 // W_UK[h] and W_UV[h] are rows of w_kvb, decoded element by element in any weight format.
 #include <algorithm>
 #include <cmath>
@@ -21,6 +21,7 @@ constexpr int kAbsorbCols = 64;                        // latent columns per mla
 constexpr int kAbsorbGroups = kThreads / kAbsorbCols;  // row groups per column: more loads in flight
 constexpr int kGatherThreads = 128;                    // threads per gathered key row
 constexpr int kSumBlocks = 1024;                       // grid of sum_chunks (grid-stride)
+constexpr int kOutputRows = 2 * kThreads / kWarp;  // W_UV rows per mla_output block: more blocks in flight
 
 __global__ void __launch_bounds__(kThreads)
     mla_absorb_kernel(const float* __restrict__ q, DeviceWeight w, MlaArgs a, float* __restrict__ q_abs) {
@@ -90,6 +91,7 @@ __global__ void sum_chunks_kernel(const float* __restrict__ parts, int64_t chunk
     }
 }
 
+// Block (i, h, t): rows [t kOutputRows, + kOutputRows) of W_UV[h], a warp per row.
 __global__ void __launch_bounds__(kThreads)
     mla_output_kernel(const float* __restrict__ mixed, DeviceWeight w, MlaArgs a, float* __restrict__ out) {
     extern __shared__ float mix[];  // [kv_lora]
@@ -100,7 +102,8 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int64_t row0 = static_cast<int64_t>(h) * (a.nope_dim + a.v_dim) + a.nope_dim;
-    for (int j = warp; j < a.v_dim; j += kThreads / kWarp) {
+    const int end = min(a.v_dim, static_cast<int>(blockIdx.z + 1) * kOutputRows);
+    for (int j = blockIdx.z * kOutputRows + warp; j < end; j += kThreads / kWarp) {
         float sum = 0.0f;
         for (int64_t c = lane; c < a.kv_lora; c += kWarp) sum = fmaf(decode_at(w, row0 + j, c), mix[c], sum);
         sum = warp_sum(sum);
@@ -145,7 +148,8 @@ void sum_chunks(const float* parts, int64_t chunks, int64_t count, float* out, c
 void mla_output(const float* mixed, const DeviceWeight& w_kvb, int64_t n, const MlaArgs& a, float* out,
                 cudaStream_t s) {
     if (n == 0) return;
-    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(a.n_heads));
+    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(a.n_heads),
+                    static_cast<unsigned>((a.v_dim + kOutputRows - 1) / kOutputRows));
     mla_output_kernel<<<grid, kThreads, a.kv_lora * sizeof(float), s>>>(mixed, w_kvb, a, out);
     cuda_check(cudaGetLastError(), "mla_output launch");
 }

@@ -1,8 +1,9 @@
 // mla_attend (mla_attend.h): queries in passes that fit a scratch budget; per pass
 //   scores = scale (latents q_abs + rope_keys q_pe)   one product over every (query, head) at once
 //   p      = masked softmax of each score row          mla_softmax
-//   mixed  = p latents                                split over key chunks when the product alone would
-//                                                     leave most SMs idle (decode), the chunks then summed
+//   mixed  = p latents
+// each product split along its inner size when alone it would leave most SMs idle (decode), the parts then
+// summed.
 // DSA's selection first gathers each query's selected rows (mla_gather), then runs the same steps as
 // products batched per query.
 #include "backend/cuda/mla_attend.h"
@@ -16,9 +17,9 @@ namespace coli::cuda {
 namespace {
 
 constexpr int64_t kScratchFloats = int64_t{64} << 20;  // scores and gathered rows of one pass: 256 MB
-constexpr int64_t kMinChunkKeys = 256;                 // keys per split-K chunk of the mix, at least
+constexpr int64_t kMinChunkInner = 64;                 // inner size of one split-K chunk, at least
 constexpr int64_t kBlasTile = 128;  // edge of a cuBLAS output tile, to count the blocks a product runs
-constexpr int64_t kTilesPerSm = 2;  // the mix is split until it has this many output tiles per SM
+constexpr int64_t kTilesPerSm = 2;  // products are split until they have this many output tiles per SM
 
 // Column-major C = alpha op(A) B + beta C, batch times at the given strides (all in floats).
 struct Product {
@@ -47,74 +48,122 @@ int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
 
-// Key chunks that the mix of rows score rows over keys is split into: enough output tiles for every SM.
-int64_t mix_chunks(const Context& ctx, int64_t rows, int64_t keys, int64_t kv_lora) {
-    const int64_t tiles = ceil_div(kv_lora, kBlasTile) * ceil_div(rows, kBlasTile);
-    return std::max<int64_t>(
-        1, std::min(kTilesPerSm * ctx.props.multiProcessorCount / tiles, keys / kMinChunkKeys));
+// Whether a product of C [m, n] (times batch) runs too few output tiles to fill the device.
+bool few_tiles(const Context& ctx, int64_t m, int64_t n, int64_t batch) {
+    return ceil_div(m, kBlasTile) * ceil_div(n, kBlasTile) * batch <
+           kTilesPerSm * ctx.props.multiProcessorCount;
 }
 
-// mixed = p latents, split over key chunks (mix_chunks) whose parts are then summed in chunk order.
-//   latents: [keys, kv_lora]; p: [rows, keys]; mixed: [rows, kv_lora]
-void mix(const std::shared_ptr<Context>& ctx, const float* latents, const float* p, int64_t rows,
-         int64_t keys, int64_t kv_lora, float* mixed) {
-    const int64_t chunks = mix_chunks(*ctx, rows, keys, kv_lora);
-    const int64_t chunk = keys / chunks, rest = keys - chunks * chunk, count = rows * kv_lora;
-    Scratch<float> parts(ctx, chunks > 1 ? chunks * count : 0);
-    float* dst = chunks > 1 ? parts.get() : mixed;
-    product_run(ctx->blas,
-                {false, kv_lora, rows, chunk, latents, kv_lora, chunk * kv_lora, p, keys, chunk, dst, kv_lora,
-                 count, chunks},
-                1.0f, 0.0f);
-    if (rest > 0)  // the keys past the last whole chunk, into the first chunk's part
-        product_run(ctx->blas,
-                    {false, kv_lora, rows, rest, latents + chunks * chunk * kv_lora, kv_lora, 0,
-                     p + chunks * chunk, keys, 0, dst, kv_lora, 0},
-                    1.0f, 1.0f);
-    if (chunks > 1) sum_chunks(parts.get(), chunks, count, mixed, ctx->compute);
+// p (one product, ldc = m) with its inner size k split into chunks, run as one batched product into parts
+// that are then added in chunk order: the same C from as many more output tiles as it takes to fill the
+// device (decode's products are [keys or kv_lora] x 128 heads).
+void product_split(const std::shared_ptr<Context>& ctx, const Product& p, float alpha) {
+    const int64_t tiles = ceil_div(p.m, kBlasTile) * ceil_div(p.n, kBlasTile);
+    const int64_t chunks = std::max<int64_t>(
+        1, std::min(kTilesPerSm * ctx->props.multiProcessorCount / tiles, p.k / kMinChunkInner));
+    if (chunks == 1) return product_run(ctx->blas, p, alpha, 0.0f);
+    const int64_t chunk = p.k / chunks, rest = p.k - chunks * chunk, count = p.m * p.n;
+    const int64_t a_step = p.transpose_a ? 1 : p.lda;  // A's floats between consecutive k
+    Scratch<float> parts(ctx, chunks * count);
+    Product split = p;
+    split.k = chunk;
+    split.stride_a = chunk * a_step;
+    split.stride_b = chunk;
+    split.c = parts.get();
+    split.ldc = p.m;
+    split.stride_c = count;
+    split.batch = chunks;
+    product_run(ctx->blas, split, alpha, 0.0f);
+    if (rest > 0) {  // the inner indices past the last whole chunk, into the first chunk's part
+        Product tail = split;
+        tail.k = rest;
+        tail.a = p.a + chunks * chunk * a_step;
+        tail.b = p.b + chunks * chunk;
+        tail.batch = 1;
+        product_run(ctx->blas, tail, alpha, 1.0f);
+    }
+    sum_chunks(parts.get(), chunks, count, p.c, ctx->compute);
+}
+
+// The rows of q_abs and q (leading dimension qw) against keys contiguous latent and rope-key rows:
+// scores [rows, keys] then, after masked_softmax, mixed [rows, kv_lora] = p latents.
+struct Rows {
+    const float* latents = nullptr;    // [keys, kv_lora]
+    const float* rope_keys = nullptr;  // [keys, rope_dim]
+    const float* q_abs = nullptr;      // [rows, kv_lora]
+    const float* q_rope = nullptr;     // [rows, qw]: the rope part of each (query, head) row
+    int64_t rows = 0, keys = 0;        // score rows (queries x heads) and key columns
+    float* scores = nullptr;           // [rows, keys] scratch
+    float* mixed = nullptr;            // [rows, kv_lora]
+};
+
+void rows_attend(const std::shared_ptr<Context>& ctx, const Rows& r, const MlaArgs& a, int64_t causal0,
+                 const float* selection) {
+    const int64_t qw = a.nope_dim + a.rope_dim, rope_dim = a.rope_dim;
+    product_split(ctx,
+                  {true, r.keys, r.rows, a.kv_lora, r.latents, a.kv_lora, 0, r.q_abs, a.kv_lora, 0, r.scores,
+                   r.keys, 0},
+                  a.scale);
+    product_run(
+        ctx->blas,
+        {true, r.keys, r.rows, rope_dim, r.rope_keys, rope_dim, 0, r.q_rope, qw, 0, r.scores, r.keys, 0},
+        a.scale, 1.0f);
+    mla_softmax(r.scores, r.rows / a.n_heads, a.n_heads, r.keys, causal0, selection, ctx->compute);
+    product_split(ctx,
+                  {false, a.kv_lora, r.rows, r.keys, r.latents, a.kv_lora, 0, r.scores, r.keys, 0, r.mixed,
+                   a.kv_lora, 0},
+                  1.0f);
 }
 
 // Queries [i0, i0 + g) over every causal key: keys = pos0 + i0 + g, scores [g H, keys].
 void dense_pass(const std::shared_ptr<Context>& ctx, const MlaAttendIo& io, int64_t i0, int64_t g,
                 int64_t pos0, const MlaArgs& a, float* scores) {
-    const int64_t keys = pos0 + i0 + g, rows = g * a.n_heads, qw = a.nope_dim + a.rope_dim;
-    const int64_t rope_dim = a.rope_dim;
-    product_run(ctx->blas,
-                {true, keys, rows, a.kv_lora, io.latents, a.kv_lora, 0, io.q_abs + i0 * a.n_heads * a.kv_lora,
-                 a.kv_lora, 0, scores, keys, 0},
-                a.scale, 0.0f);
-    product_run(ctx->blas,
-                {true, keys, rows, rope_dim, io.rope_keys, rope_dim, 0,
-                 io.q + i0 * a.n_heads * qw + a.nope_dim, qw, 0, scores, keys, 0},
-                a.scale, 1.0f);
-    mla_softmax(scores, g, a.n_heads, keys, pos0 + i0, nullptr, ctx->compute);
-    mix(ctx, io.latents, scores, rows, keys, a.kv_lora, io.mixed + i0 * a.n_heads * a.kv_lora);
+    const int64_t qw = a.nope_dim + a.rope_dim, first = i0 * a.n_heads;
+    const Rows r{io.latents,
+                 io.rope_keys,
+                 io.q_abs + first * a.kv_lora,
+                 io.q + first * qw + a.nope_dim,
+                 g * a.n_heads,
+                 pos0 + i0 + g,
+                 scores,
+                 io.mixed + first * a.kv_lora};
+    rows_attend(ctx, r, a, pos0 + i0, nullptr);
 }
 
-// Queries [i0, i0 + g) over their selected keys: products batched per query over the gathered rows.
+// Queries [i0, i0 + g) over their selected keys, gathered contiguous per query: each query alone when
+// they are few (decode), else products batched over the queries.
 void sparse_pass(const std::shared_ptr<Context>& ctx, const MlaAttendIo& io, int64_t i0, int64_t g,
                  const MlaArgs& a, float* scores, float* latent_rows, float* rope_rows) {
     const int64_t keys = io.sel_cols, heads = a.n_heads, qw = a.nope_dim + a.rope_dim;
     const int64_t rope_dim = a.rope_dim;
     const float* sel = io.selection + i0 * keys;
+    const float* q_abs = io.q_abs + i0 * heads * a.kv_lora;
+    const float* q_rope = io.q + i0 * heads * qw + a.nope_dim;
     float* mixed = io.mixed + i0 * heads * a.kv_lora;
     mla_gather(io.latents, io.rope_keys, sel, g, keys, a, latent_rows, rope_rows, ctx->compute);
-    product_run(
-        ctx->blas,
-        {true, keys, heads, a.kv_lora, latent_rows, a.kv_lora, keys * a.kv_lora,
-         io.q_abs + i0 * heads * a.kv_lora, a.kv_lora, heads * a.kv_lora, scores, keys, heads * keys, g},
-        a.scale, 0.0f);
-    product_run(ctx->blas,
-                {true, keys, heads, rope_dim, rope_rows, rope_dim, keys * rope_dim,
-                 io.q + i0 * heads * qw + a.nope_dim, qw, heads * qw, scores, keys, heads * keys, g},
-                a.scale, 1.0f);
-    mla_softmax(scores, g, a.n_heads, keys, 0, sel, ctx->compute);
-    if (mix_chunks(*ctx, g * heads, keys, a.kv_lora) > 1) {  // few queries (decode): split each one's keys
-        for (int64_t q = 0; q < g; ++q)
-            mix(ctx, latent_rows + q * keys * a.kv_lora, scores + q * heads * keys, heads, keys, a.kv_lora,
-                mixed + q * heads * a.kv_lora);
+    if (few_tiles(*ctx, keys, heads, g)) {
+        for (int64_t q = 0; q < g; ++q) {
+            const Rows r{latent_rows + q * keys * a.kv_lora,
+                         rope_rows + q * keys * rope_dim,
+                         q_abs + q * heads * a.kv_lora,
+                         q_rope + q * heads * qw,
+                         heads,
+                         keys,
+                         scores + q * heads * keys,
+                         mixed + q * heads * a.kv_lora};
+            rows_attend(ctx, r, a, 0, sel + q * keys);
+        }
         return;
     }
+    product_run(ctx->blas,
+                {true, keys, heads, a.kv_lora, latent_rows, a.kv_lora, keys * a.kv_lora, q_abs, a.kv_lora,
+                 heads * a.kv_lora, scores, keys, heads * keys, g},
+                a.scale, 0.0f);
+    product_run(ctx->blas,
+                {true, keys, heads, rope_dim, rope_rows, rope_dim, keys * rope_dim, q_rope, qw, heads * qw,
+                 scores, keys, heads * keys, g},
+                a.scale, 1.0f);
+    mla_softmax(scores, g, a.n_heads, keys, 0, sel, ctx->compute);
     product_run(ctx->blas,
                 {false, a.kv_lora, heads, keys, latent_rows, a.kv_lora, keys * a.kv_lora, scores, keys,
                  heads * keys, mixed, a.kv_lora, heads * a.kv_lora, g},
