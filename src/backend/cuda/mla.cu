@@ -5,7 +5,7 @@
 //   mla_softmax  masked softmax over each (query, head) row of scores: causal, or the selection's slots
 //   sum_chunks   the split-K partial mixes added in chunk order
 //   mla_output   out[i][h] = W_UV[h] mixed[i][h]                block (i, h, row tile), warp per row
-// W_UK[h] and W_UV[h] are rows of w_kvb, decoded element by element in any weight format.
+// W_UK[h] and W_UV[h] are rows of w_kvb, decoded element by element in any weight format (one kernel each).
 #include <algorithm>
 #include <cmath>
 
@@ -16,13 +16,16 @@
 namespace coli::cuda {
 namespace {
 
-constexpr int kThreads = 256;                          // threads per block of every MLA kernel
-constexpr int kAbsorbCols = 64;                        // latent columns per mla_absorb block
+constexpr int kThreads = 256;                          // threads per block of the other MLA kernels
+constexpr int kAbsorbCols = 16;                        // latent columns per mla_absorb block
 constexpr int kAbsorbGroups = kThreads / kAbsorbCols;  // row groups per column: more loads in flight
-constexpr int kGatherThreads = 128;                    // threads per gathered key row
-constexpr int kSumBlocks = 1024;                       // grid of sum_chunks (grid-stride)
-constexpr int kOutputRows = 2 * kThreads / kWarp;  // W_UV rows per mla_output block: more blocks in flight
+constexpr int kSoftmaxThreads = 1024;          // threads per softmax row: decode has only one row per head
+constexpr int kGatherThreads = 128;            // threads per gathered key row
+constexpr int kSumBlocks = 1024;               // grid of sum_chunks (grid-stride)
+constexpr int kUnroll = 4;                     // weight loads of a thread in flight together
+constexpr int kOutputRows = kThreads / kWarp;  // W_UV rows per mla_output block: more blocks in flight
 
+template <Format F>
 __global__ void __launch_bounds__(kThreads)
     mla_absorb_kernel(const float* __restrict__ q, DeviceWeight w, MlaArgs a, float* __restrict__ q_abs) {
     extern __shared__ float q_nope[];  // [nope_dim]
@@ -38,8 +41,9 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row0 = static_cast<int64_t>(h) * (a.nope_dim + a.v_dim);
     float sum = 0.0f;
     if (c < a.kv_lora)
+#pragma unroll kUnroll
         for (int j = group; j < a.nope_dim; j += kAbsorbGroups)
-            sum = fmaf(q_nope[j], decode_at(w, row0 + j, c), sum);
+            sum = fmaf(q_nope[j], decode_as<F>(w, row0 + j, c), sum);
     partial[group][col] = sum;
     __syncthreads();
     if (group == 0 && c < a.kv_lora) {
@@ -65,20 +69,20 @@ __global__ void __launch_bounds__(kGatherThreads)
 }
 
 // Block r: row r = (query q, head h) of scores [rows, keys]. Masked keys weigh exactly nothing.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kSoftmaxThreads)
     mla_softmax_kernel(float* __restrict__ scores, int n_heads, int64_t keys, int64_t causal0,
                        const float* __restrict__ selection) {
-    __shared__ float partial[kThreads / kWarp];
+    __shared__ float partial[kSoftmaxThreads / kWarp];
     const int64_t r = blockIdx.x, query = r / n_heads, visible = causal0 + query + 1;
     float* row = scores + r * keys;
     float local_max = -INFINITY;
-    for (int64_t j = threadIdx.x; j < keys; j += kThreads) {
+    for (int64_t j = threadIdx.x; j < keys; j += kSoftmaxThreads) {
         const bool masked = selection ? selection[query * keys + j] < 0.0f : j >= visible;
         const float v = masked ? -INFINITY : row[j];
         row[j] = v;
         local_max = fmaxf(local_max, v);
     }
-    block_softmax<kThreads>(row, keys, local_max, partial);
+    block_softmax<kSoftmaxThreads>(row, keys, local_max, partial);
 }
 
 __global__ void sum_chunks_kernel(const float* __restrict__ parts, int64_t chunks, int64_t count,
@@ -92,6 +96,7 @@ __global__ void sum_chunks_kernel(const float* __restrict__ parts, int64_t chunk
 }
 
 // Block (i, h, t): rows [t kOutputRows, + kOutputRows) of W_UV[h], a warp per row.
+template <Format F>
 __global__ void __launch_bounds__(kThreads)
     mla_output_kernel(const float* __restrict__ mixed, DeviceWeight w, MlaArgs a, float* __restrict__ out) {
     extern __shared__ float mix[];  // [kv_lora]
@@ -105,7 +110,9 @@ __global__ void __launch_bounds__(kThreads)
     const int end = min(a.v_dim, static_cast<int>(blockIdx.z + 1) * kOutputRows);
     for (int j = blockIdx.z * kOutputRows + warp; j < end; j += kThreads / kWarp) {
         float sum = 0.0f;
-        for (int64_t c = lane; c < a.kv_lora; c += kWarp) sum = fmaf(decode_at(w, row0 + j, c), mix[c], sum);
+#pragma unroll kUnroll
+        for (int64_t c = lane; c < a.kv_lora; c += kWarp)
+            sum = fmaf(decode_as<F>(w, row0 + j, c), mix[c], sum);
         sum = warp_sum(sum);
         if (lane == 0) out[(i * a.n_heads + h) * a.v_dim + j] = sum;
     }
@@ -118,7 +125,9 @@ void mla_absorb(const float* q, const DeviceWeight& w_kvb, int64_t n, const MlaA
     if (n == 0) return;
     const dim3 grid(static_cast<unsigned>(n * a.n_heads),
                     static_cast<unsigned>((a.kv_lora + kAbsorbCols - 1) / kAbsorbCols));
-    mla_absorb_kernel<<<grid, kThreads, a.nope_dim * sizeof(float), s>>>(q, w_kvb, a, q_abs);
+    format_dispatch(w_kvb.format, [&](auto f) {
+        mla_absorb_kernel<f()><<<grid, kThreads, a.nope_dim * sizeof(float), s>>>(q, w_kvb, a, q_abs);
+    });
     cuda_check(cudaGetLastError(), "mla_absorb launch");
 }
 
@@ -133,8 +142,8 @@ void mla_gather(const float* latents, const float* rope_keys, const float* selec
 void mla_softmax(float* scores, int64_t n, int n_heads, int64_t keys, int64_t causal0, const float* selection,
                  cudaStream_t s) {
     if (n == 0) return;
-    mla_softmax_kernel<<<static_cast<unsigned>(n * n_heads), kThreads, 0, s>>>(scores, n_heads, keys, causal0,
-                                                                               selection);
+    mla_softmax_kernel<<<static_cast<unsigned>(n * n_heads), kSoftmaxThreads, 0, s>>>(scores, n_heads, keys,
+                                                                                      causal0, selection);
     cuda_check(cudaGetLastError(), "mla_softmax launch");
 }
 
@@ -150,7 +159,9 @@ void mla_output(const float* mixed, const DeviceWeight& w_kvb, int64_t n, const 
     if (n == 0) return;
     const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(a.n_heads),
                     static_cast<unsigned>((a.v_dim + kOutputRows - 1) / kOutputRows));
-    mla_output_kernel<<<grid, kThreads, a.kv_lora * sizeof(float), s>>>(mixed, w_kvb, a, out);
+    format_dispatch(w_kvb.format, [&](auto f) {
+        mla_output_kernel<f()><<<grid, kThreads, a.kv_lora * sizeof(float), s>>>(mixed, w_kvb, a, out);
+    });
     cuda_check(cudaGetLastError(), "mla_output launch");
 }
 
