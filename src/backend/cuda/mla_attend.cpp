@@ -4,8 +4,8 @@
 //   mixed  = p latents
 // each product split along its inner size when alone it would leave most SMs idle (decode), the parts then
 // summed.
-// DSA's selection first gathers each query's selected rows (mla_gather), then runs the same steps as
-// products batched per query.
+// DSA's selection first gathers each query's selected rows (mla_gather), then runs the same steps one query
+// at a time when the queries are few (decode), else as products batched over the queries.
 #include "backend/cuda/mla_attend.h"
 
 #include <algorithm>
@@ -86,7 +86,7 @@ void product_split(const std::shared_ptr<Context>& ctx, const Product& p, float 
 }
 
 // The rows of q_abs and q (leading dimension qw) against keys contiguous latent and rope-key rows:
-// scores [rows, keys] then, after masked_softmax, mixed [rows, kv_lora] = p latents.
+// scores [rows, keys] then, after mla_softmax, mixed [rows, kv_lora] = p latents.
 struct Rows {
     const float* latents = nullptr;    // [keys, kv_lora]
     const float* rope_keys = nullptr;  // [keys, rope_dim]
@@ -97,6 +97,7 @@ struct Rows {
     float* mixed = nullptr;            // [rows, kv_lora]
 };
 
+// The three steps over r's rows; the softmax masks keys past causal0 + query, or the selection's -1 slots.
 void rows_attend(const std::shared_ptr<Context>& ctx, const Rows& r, const MlaArgs& a, int64_t causal0,
                  const float* selection) {
     const int64_t qw = a.nope_dim + a.rope_dim, rope_dim = a.rope_dim;
