@@ -25,9 +25,9 @@ bool cuda_supports(const OpDesc& d) {
         case OpKind::layer_norm:
             return true;
         case OpKind::dsa_select:
-            return true;  // scores on the device, the top-k on the host
+            return true;  // scores and top-k on the device; top_k up to kCudaDsaMaxTopK (checked at the call)
         case OpKind::mla_attention:
-            return true;  // any context (keys in tiles); kv_lora up to kCudaMlaMaxLatent
+            return true;  // any context (scores in passes); kv_lora up to kCudaMlaMaxLatent
         case OpKind::short_conv:
             return d.cols <= kCudaConvMaxKernel;  // cols: the kernel width
         case OpKind::kda:
