@@ -85,7 +85,20 @@ void fill_range(Element* dst, int64_t first, int64_t count, uint64_t seed, Value
     });
 }
 
+// A U8 code: floor(value), clamped to the byte range.
+uint8_t code_of(float v) {
+    constexpr float kMaxCode = 255.0f;
+    return static_cast<uint8_t>(std::clamp(std::floor(v), 0.0f, kMaxCode));
+}
+
 }  // namespace
+
+ValueDist uniform_codes(int lo, int hi) {
+    // Each end pulled in by a thousandth of a code, so that float rounding never draws lo - 1 or hi + 1.
+    constexpr float kEndMargin = 1e-3f;
+    const float width = float(hi + 1 - lo);
+    return {float(lo) + width / 2, (width / 2 - kEndMargin) / kUniformHalfWidthPerStd};
+}
 
 uint64_t tensor_seed(uint64_t run_seed, std::string_view name) {
     constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL, kFnvPrime = 0x100000001b3ULL;
@@ -105,8 +118,10 @@ void random_fill(void* dst, DType dtype, int64_t first, int64_t count, uint64_t 
             return fill_range(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_bf16, pool);
         case DType::f16:
             return fill_range(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_f16, pool);
+        case DType::u8:
+            return fill_range(static_cast<uint8_t*>(dst), first, count, seed, dist, code_of, pool);
         default:
-            fail("random weights can be written as F32, BF16 or F16, not {}", dtype_name(dtype));
+            fail("random weights can be written as F32, BF16, F16 or U8, not {}", dtype_name(dtype));
     }
 }
 
@@ -125,6 +140,19 @@ void random_fill_bytes(void* dst, size_t n, uint64_t seed, ThreadPool& pool) {
             }
         }
     });
+}
+
+std::vector<int> random_permutation(int n, uint64_t seed) {
+    std::vector<int> p(static_cast<size_t>(std::max(0, n)));
+    for (int i = 0; i < n; ++i) p[i] = i;
+    Xoshiro256Plus rng(seed);
+    for (int i = n - 1; i > 0; --i) {
+        // The high bits are xoshiro256+'s good ones; the modulo bias over 2^32 is far below what matters
+        // here.
+        const auto j = static_cast<int>((rng.next() >> 32) % uint64_t(i + 1));
+        std::swap(p[i], p[j]);
+    }
+    return p;
 }
 
 }  // namespace coli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <map>
@@ -80,6 +81,7 @@ void shard_write(const std::filesystem::path& path, const std::vector<ShardTenso
         const size_t elem = dtype_size(t.dtype);
         const int64_t numel = static_cast<int64_t>(t.nbytes() / elem);
         const uint64_t tseed = tensor_seed(seed, t.name);
+        const int64_t zero_from = specs[i]->zero_from < 0 ? numel : std::min(numel, specs[i]->zero_from);
         for (int64_t done = 0; done < numel;) {
             const auto room = static_cast<int64_t>((kSynthChunkBytes - used) / elem);
             if (room == 0) {
@@ -87,7 +89,10 @@ void shard_write(const std::filesystem::path& path, const std::vector<ShardTenso
                 continue;
             }
             const int64_t n = std::min(room, numel - done);
-            random_fill(chunks[filling].data() + used, t.dtype, done, n, tseed, specs[i]->dist, pool);
+            const int64_t n_random = std::clamp<int64_t>(zero_from - done, 0, n);
+            uint8_t* dst = chunks[filling].data() + used;
+            if (n_random > 0) random_fill(dst, t.dtype, done, n_random, tseed, specs[i]->dist, pool);
+            std::memset(dst + n_random * elem, 0, static_cast<size_t>(n - n_random) * elem);
             used += static_cast<size_t>(n) * elem;
             done += n;
         }
@@ -114,7 +119,7 @@ SynthResult synth_write(const SynthOptions& opts, ThreadPool& pool) {
     std::vector<ShardTensor> tensors;
     uint64_t total = 0;
     for (const SynthTensor& s : specs) {
-        tensors.push_back({s.name, opts.dtype, s.shape});
+        tensors.push_back({s.name, s.dtype.value_or(opts.dtype), s.shape});
         total += tensors.back().nbytes();
     }
     const auto max_shard = static_cast<uint64_t>(opts.shard_gb * kBytesPerGB);
@@ -123,10 +128,13 @@ SynthResult synth_write(const SynthOptions& opts, ThreadPool& pool) {
     ProgressMeter progress(fmt::format("synth {}", opts.out.filename().string()), total);
     nlohmann::json weight_map = nlohmann::json::object();
     for (size_t s = 0; s < plan.size(); ++s) {
-        // Within a file the safetensors library orders tensors by name, so that is how real shards are.
+        // Within a file the safetensors library orders tensors by name, so that is how real shards are,
+        // unless the architecture says otherwise (file_key).
+        auto key = [&](size_t i) -> const std::string& {
+            return specs[i].file_key.empty() ? specs[i].name : specs[i].file_key;
+        };
         std::vector<size_t> order = plan[s];
-        std::sort(order.begin(), order.end(),
-                  [&](size_t a, size_t b) { return tensors[a].name < tensors[b].name; });
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
         std::vector<ShardTensor> shard;
         std::vector<const SynthTensor*> shard_specs;
         const std::string file = shard_name(s, plan.size());
