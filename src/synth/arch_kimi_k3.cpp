@@ -176,7 +176,7 @@ public:
     // An MXFP4 matrix [rows, cols] as `<expert><proj>.weight_packed` + `.weight_scale`, placed within its
     // shard as `<disk_key><proj>...` sorts (disk_key: its expert's place on disk).
     void mxfp4(const std::string& expert, const std::string& disk_key, const char* proj, int64_t rows,
-               int64_t cols) {
+               int64_t cols, bool expert_start) {
         // The exponent that makes rms(code) x 2^e = 1 / sqrt(cols), as synth_matrix_dist gives bf16 weights.
         const float target = synth_matrix_dist(kProjGain, cols).std;
         const int e = kE8m0Bias + int(std::lround(std::log2(target / e2m1_uniform_rms())));
@@ -185,11 +185,13 @@ public:
         SynthTensor codes{
             prefix_ + expert + packed, {rows, cols / 2}, uniform_codes(0, UINT8_MAX), DType::u8};
         codes.file_key = disk_key + packed;
+        codes.with_previous = !expert_start;  // an expert's tensors share a shard
         SynthTensor scales{prefix_ + expert + scale,
                            {rows, cols / kMxBlock},
                            uniform_codes(e - kScaleJitter, e + kScaleJitter),
                            DType::u8};
         scales.file_key = disk_key + scale;
+        scales.with_previous = true;
         out_.push_back(std::move(codes));
         out_.push_back(std::move(scales));
     }
@@ -258,9 +260,9 @@ void moe_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d) {
     for (int e = 0; e < experts; ++e) {
         const std::string expert = fmt::format("{}experts.{}.", moe, e);
         const std::string disk_key = fmt::format("{}{}experts.{:06d}.", t.prefix(), moe, disk_slot[e]);
-        t.mxfp4(expert, disk_key, "w1", ff, latent);
-        t.mxfp4(expert, disk_key, "w3", ff, latent);
-        t.mxfp4(expert, disk_key, "w2", latent, ff);
+        t.mxfp4(expert, disk_key, "w1", ff, latent, true);
+        t.mxfp4(expert, disk_key, "w3", ff, latent, false);
+        t.mxfp4(expert, disk_key, "w2", latent, ff, false);
     }
     mlp_tensors(t, moe + "shared_experts.", d, ff * int64_t(c["num_shared_experts"]));
 }

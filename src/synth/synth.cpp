@@ -23,18 +23,25 @@ constexpr int kJsonIndent = 2;  // transformers writes its JSON files with inden
 using ShardPlan = std::vector<std::vector<size_t>>;
 
 // transformers' sharding: tensors in state_dict order, a new shard whenever the next tensor would take
-// the current one past the limit (a tensor larger than the limit gets a shard of its own).
-ShardPlan shards_plan(const std::vector<ShardTensor>& tensors, uint64_t max_shard_bytes) {
+// the current one past the limit (a tensor larger than the limit gets a shard of its own). A tensor that
+// goes with the previous one (SynthTensor::with_previous) never starts a shard: the decision is taken for
+// the whole run at its first tensor.
+ShardPlan shards_plan(const std::vector<ShardTensor>& tensors, const std::vector<SynthTensor>& specs,
+                      uint64_t max_shard_bytes) {
     ShardPlan plan;
     uint64_t current = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
-        const uint64_t n = tensors[i].nbytes();
-        if (plan.empty() || (current > 0 && current + n > max_shard_bytes)) {
-            plan.emplace_back();
-            current = 0;
+        if (!specs[i].with_previous || plan.empty()) {
+            uint64_t run = tensors[i].nbytes();
+            for (size_t j = i + 1; j < tensors.size() && specs[j].with_previous; ++j)
+                run += tensors[j].nbytes();
+            if (plan.empty() || (current > 0 && current + run > max_shard_bytes)) {
+                plan.emplace_back();
+                current = 0;
+            }
         }
         plan.back().push_back(i);
-        current += n;
+        current += tensors[i].nbytes();
     }
     return plan;
 }
@@ -123,7 +130,7 @@ SynthResult synth_write(const SynthOptions& opts, ThreadPool& pool) {
         total += tensors.back().nbytes();
     }
     const auto max_shard = static_cast<uint64_t>(opts.shard_gb * kBytesPerGB);
-    const ShardPlan plan = shards_plan(tensors, max_shard);
+    const ShardPlan plan = shards_plan(tensors, specs, max_shard);
 
     ProgressMeter progress(fmt::format("synth {}", opts.out.filename().string()), total);
     nlohmann::json weight_map = nlohmann::json::object();

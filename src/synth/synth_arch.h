@@ -47,6 +47,7 @@ struct SynthTensor {
     std::optional<DType> dtype;  // stored dtype; unset = the --dtype of the float weights
     int64_t zero_from = -1;      // elements from this index on are 0 (padding); -1 = none
     std::string file_key;        // orders it within its shard; empty = its name (the safetensors order)
+    bool with_previous = false;  // kept in the shard of the tensor before it (the parts of one expert)
 };
 
 struct SynthArch {

@@ -268,7 +268,7 @@ TEST_F(SynthKimiK3, StoreFindsEveryExpertAsMxfp4InDiskOrder) {
             EXPECT_EQ(v->cols(), shape[1]);
         }
         // Decoded values have the magnitude of a 1/sqrt(fan_in) matrix (within a factor 2).
-        std::vector<float> row(size_t(kLatent));
+        std::vector<float> row(static_cast<size_t>(kLatent));
         double sum = 0;
         for (int64_t r = 0; r < kFfn; ++r) {
             weight_decode_row(w.gate.host, r, row.data());
