@@ -8,6 +8,7 @@
 // 1/sqrt(fan_in) matrices, residual branches that add ~10% of the stream. MXFP4 experts get random codes
 // and e8m0 scales chosen so that the decoded weights have the rms a bf16 matrix of the same fan-in gets.
 // The vision tower is not written: the engine reads the text model only.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -158,7 +159,7 @@ float e2m1_uniform_rms() {
     return std::sqrt(sum / kCodes);
 }
 
-// Appends the tensors one layer's tensor list is made of.
+// Appends tensors named under one prefix (a layer's, or the model's) to the checkpoint's list.
 class LayerTensors {
 public:
     LayerTensors(std::vector<SynthTensor>& out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
@@ -277,9 +278,10 @@ std::vector<SynthTensor> kimi_k3_tensors(const nlohmann::json& config) {
     std::vector<SynthTensor> t;
     LayerTensors top(t, root);
     top.add({"embed_tokens.weight", {vocab, d}, {0.0f, kEmbedStd}});
+    const std::vector<int> full_attn = kda["full_attn_layers"];  // 1-indexed
     for (int l = 0; l < layers; ++l) {
         LayerTensors layer(t, fmt::format("{}layers.{}.", root, l));
-        if (is_full_attention(l, layers))
+        if (std::find(full_attn.begin(), full_attn.end(), l + 1) != full_attn.end())
             mla_tensors(layer, c, d);
         else
             kda_tensors(layer, d, kda["num_heads"], kda["head_dim"], kda["short_conv_kernel_size"]);

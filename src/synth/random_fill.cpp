@@ -66,22 +66,35 @@ void fill_block(uint64_t block_seed, int64_t begin, int64_t end, ValueDist dist,
 }
 
 // Codes of elements [begin, end) of one block into out[0, end - begin): eight per 64-bit draw (byte j of
-// draw d is element 8d + j), each mapped onto [lo, lo + span) by a multiply-shift, which is four times
-// fewer draws than values and no float arithmetic (the MXFP4 experts are most of a checkpoint's bytes).
-// As in fill_block, the draws before `begin` are drawn and dropped.
+// draw d, bits 8j..8j+7, is element 8d + j), each mapped onto [lo, lo + span) by a multiply-shift. That is
+// four times fewer draws than values and no float arithmetic; the whole byte range is the draw's bytes as
+// they are (little-endian, as every machine the engine runs on). The MXFP4 experts are most of a
+// checkpoint's bytes. As in fill_block, the draws before `begin` are drawn and dropped.
 void fill_codes_block(uint64_t block_seed, int64_t begin, int64_t end, uint32_t lo, uint32_t span,
                       uint8_t* out) {
     constexpr int kCodesPerDraw = 8, kBits = 8;
+    constexpr uint32_t kByteRange = 1u << kBits;
+    const bool raw = lo == 0 && span == kByteRange;
+    auto code = [&](uint64_t r, int64_t j) {
+        const auto byte = static_cast<uint32_t>(r >> (kBits * j)) & (kByteRange - 1);
+        return static_cast<uint8_t>(lo + ((byte * span) >> kBits));
+    };
     Xoshiro256Plus rng(block_seed);
     const int64_t first_draw = begin / kCodesPerDraw;
     for (int64_t d = 0; d < first_draw; ++d) rng.next();
     for (int64_t i = first_draw * kCodesPerDraw; i < end; i += kCodesPerDraw) {
         const uint64_t r = rng.next();
-        const int64_t j0 = std::max<int64_t>(0, begin - i), j1 = std::min<int64_t>(kCodesPerDraw, end - i);
-        for (int64_t j = j0; j < j1; ++j) {
-            const auto byte = static_cast<uint32_t>(r >> (kBits * j)) & 0xff;
-            out[i + j - begin] = static_cast<uint8_t>(lo + ((byte * span) >> kBits));
+        if (i >= begin && i + kCodesPerDraw <= end) {
+            uint8_t* dst = out + (i - begin);  // element i
+            if (raw) {
+                std::memcpy(dst, &r, sizeof r);
+            } else {
+                for (int64_t j = 0; j < kCodesPerDraw; ++j) dst[j] = code(r, j);
+            }
+            continue;
         }
+        const int64_t j0 = std::max<int64_t>(0, begin - i), j1 = std::min<int64_t>(kCodesPerDraw, end - i);
+        for (int64_t j = j0; j < j1; ++j) out[i + j - begin] = code(r, j);
     }
 }
 
