@@ -48,7 +48,10 @@ void cmd_synth_add(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--experts", a->synth.experts, "Routed experts per layer (0 = the real model's)")
         ->capture_default_str();
-    cmd->add_option("--dtype", a->dtype, "Stored dtype: bf16, f16 or f32")->capture_default_str();
+    cmd->add_option("--dtype", a->dtype,
+                    "Stored dtype of the weights: bf16, f16 or f32 (those the real model stores as F32 or "
+                    "MXFP4 keep it)")
+        ->capture_default_str();
     cmd->add_option("--seed", a->synth.seed, "Random seed (same seed, same bytes)")->capture_default_str();
     cmd->add_option("--shard-gb", a->synth.shard_gb, "Largest shard file, GB")->capture_default_str();
     cmd->add_option("--threads,-t", a->threads, "Threads generating random values (0 = all cores)")

@@ -9,27 +9,46 @@
 
 namespace coli {
 
+namespace {
+
+// The name of the scales tensor that goes with a stored weight of this name.
+std::string scales_name_of(const std::string& weight_name) {
+    return weight_name.ends_with(kPackedSuffix) ? packed_scale_name_of(weight_name)
+                                                : scale_name_of(weight_name);
+}
+
+}  // namespace
+
 std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix,
-                                               const SwigluNames& projections) {
-    std::vector<std::string> names;
-    for (const std::string* proj : {&projections.gate, &projections.up, &projections.down}) {
-        names.push_back(prefix + *proj + ".weight");
-        if (ckpt.find(scale_name_of(names.back())) != nullptr) names.push_back(scale_name_of(names.back()));
+                                               const SwigluNames& names) {
+    std::vector<std::string> tensors;
+    for (const std::string* proj : {&names.gate, &names.up, &names.down}) {
+        const std::string plain = prefix + *proj + ".weight",
+                          packed = prefix + *proj + std::string(kPackedSuffix);
+        if (ckpt.find(plain) == nullptr && ckpt.find(packed) != nullptr) {
+            tensors.push_back(packed);
+            tensors.push_back(packed_scale_name_of(packed));  // required: the index names it when absent
+            continue;
+        }
+        tensors.push_back(plain);
+        if (ckpt.find(scale_name_of(plain)) != nullptr) tensors.push_back(scale_name_of(plain));
     }
-    return names;
+    return tensors;
 }
 
 ExpertWeights swiglu_expert_weights(const ExpertHandle& e) {
-    const size_t n = e.part_count();
-    check(n == 3 || n == 6, "expert {} of layer {}: {} tensors, expected 3 (or 6 with block scales)",
-          e.expert(), e.layer(), n);
-    const size_t step = n / 3;  // 2: each weight is followed by its scales
-    auto view = [&](size_t i) {
-        const size_t p = i * step;
-        return step == 1 ? weight_view_of(e.part_info(p), e.part(p))
-                         : weight_view_of(e.part_info(p), e.part(p), &e.part_info(p + 1), e.part(p + 1));
-    };
-    return {e.expert(), view(0), view(1), view(2)};
+    std::vector<Weight> weights;
+    for (size_t i = 0; i < e.part_count(); ++i) {
+        const TensorInfo& t = e.part_info(i);
+        const bool scaled = i + 1 < e.part_count() && e.part_info(i + 1).name == scales_name_of(t.name);
+        weights.push_back(scaled ? weight_view_of(t, e.part(i), &e.part_info(i + 1), e.part(i + 1))
+                                 : weight_view_of(t, e.part(i)));
+        if (scaled) ++i;
+    }
+    check(weights.size() == 3,
+          "expert {} of layer {}: {} tensors make {} weights, expected gate, up and down", e.expert(),
+          e.layer(), e.part_count(), weights.size());
+    return {e.expert(), weights[0], weights[1], weights[2]};
 }
 
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "backend/ops.h"
 #include "store/expert_store.h"
@@ -23,17 +25,22 @@ struct SwigluNames {
 inline const SwigluNames kKimiExpertNames{"w1", "w3", "w2"};
 
 // The tensors of one routed SwiGLU expert under `prefix` ("model.layers.3.mlp.experts.7."): the gate, up and
-// down weights, each followed by its block scales when the checkpoint stores them (FP8).
+// down weights, each stored as `<name>.weight` (followed by its `_scale_inv` block scales when the checkpoint
+// has them: FP8) or as compressed-tensors MXFP4, `<name>.weight_packed` followed by `<name>.weight_scale`.
+// A projection stored neither way is listed as `<name>.weight`, which the expert index then names as missing.
 std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix,
                                                const SwigluNames& names = {});
-// SwiGLU weights from a cached expert whose parts follow swiglu_expert_tensors.
+// Gate, up and down weights viewing a cached expert's bytes in place, its parts as swiglu_expert_tensors
+// lists them (each weight followed by its scales where it has them).
 ExpertWeights swiglu_expert_weights(const ExpertHandle& e);
 
 // y = sum over each token's routed experts of weight * expert(x), in ascending expert id per token.
 // Experts are fetched in groups that fit the store's budget; the next group's reads are issued before
-// the current group runs, so disk and compute overlap.              x: [n, d_model]; returns [n, d_model]
-// after_fetch, when given, runs once the last group's experts are in RAM and before they compute: the
-// moment to start reads for the next layer (moe_prefetch).
+// the current group runs, so disk and compute overlap. A group is a run of ascending ids, because
+// moe_experts adds into y in call order and the combine order must not depend on the budget; within a
+// group the store issues the reads in disk order (file, offset), whatever the ids' order on disk. x: [n,
+// d_model]; returns [n, d_model] after_fetch, when given, runs once the last group's experts are in RAM and
+// before they compute: the moment to start reads for the next layer (moe_prefetch).
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
                   const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch = {});
 

@@ -23,9 +23,36 @@ Format format_of_dtype(const TensorInfo& t) {
     }
 }
 
+namespace {
+
+// compressed-tensors MXFP4 (spec 9.3): codes U8 [out, in/2], e8m0 scales U8 [out, in/32], used in place.
+Weight mxfp4_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale,
+                     std::span<const uint8_t> scale_bytes) {
+    check(scale != nullptr, "tensor {} is U8 without its MXFP4 e8m0 scales (<w>{})", t.name,
+          kPackedScaleSuffix);
+    check(t.shape.size() == 2, "{}: packed MXFP4 codes should be U8 [out, in/2], not [{}]", t.name,
+          fmt::join(t.shape, "x"));
+    const int64_t rows = t.shape[0], cols = 2 * t.shape[1];  // two codes per byte
+    check(cols % kMxBlock == 0,
+          "{}: U8 [{}, {}] holds {} inputs per row, not a multiple of the MXFP4 block {}", t.name, rows,
+          t.shape[1], cols, kMxBlock);
+    const std::vector<int64_t> want = {rows, cols / kMxBlock};
+    check(scale->dtype == DType::u8 && scale->shape == want,
+          "{}: scales {} [{}], expected U8 [{}, {}] (one e8m0 per {} inputs of {}, whose U8 [{}, {}] codes "
+          "hold {} inputs per row)",
+          scale->name, dtype_name(scale->dtype), fmt::join(scale->shape, "x"), want[0], want[1], kMxBlock,
+          t.name, rows, t.shape[1], cols);
+    Weight w;
+    w.host = WeightView{Format::mxfp4, rows, cols, bytes.data(), scale_bytes.data()};
+    return w;
+}
+
+}  // namespace
+
 Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale,
                       std::span<const uint8_t> scale_bytes) {
     check(!t.shape.empty(), "tensor {} is a scalar, expected a matrix or vector", t.name);
+    if (t.dtype == DType::u8) return mxfp4_view_of(t, bytes, scale, scale_bytes);
     int64_t cols = 1;
     for (size_t i = 1; i < t.shape.size(); ++i) cols *= t.shape[i];
     Weight w;
@@ -41,8 +68,9 @@ Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const
         w.host = WeightView{Format::fp8_e4m3_block, rows, cols, bytes.data(), scale_bytes.data()};
         return w;
     }
-    check(scale == nullptr, "tensor {} ({}) has block scales, which only F8_E4M3 weights take", t.name,
-          dtype_name(t.dtype));
+    check(scale == nullptr,
+          "tensor {} ({}) has scales, which only F8_E4M3 weights take (block FP8) and U8 ones (packed MXFP4)",
+          t.name, dtype_name(t.dtype));
     w.host = WeightView{format_of_dtype(t), t.shape[0], cols, bytes.data(), nullptr};
     if (t.shape.size() == 1) w.host.rows = 1, w.host.cols = t.shape[0];
     return w;
@@ -50,6 +78,12 @@ Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const
 
 std::string scale_name_of(const std::string& weight_name) {
     return weight_name + "_scale_inv";
+}
+
+std::string packed_scale_name_of(const std::string& packed_name) {
+    check(packed_name.ends_with(kPackedSuffix), "tensor {} is not a packed weight (<w>{})", packed_name,
+          kPackedSuffix);
+    return packed_name.substr(0, packed_name.size() - kPackedSuffix.size()) + std::string(kPackedScaleSuffix);
 }
 
 WeightLoader::WeightLoader(const Checkpoint& ckpt, Ops& ops, int dense_bits)

@@ -17,13 +17,23 @@ namespace coli {
 // tensor when the dtype is not a weight format (e.g. I64).
 Format format_of_dtype(const TensorInfo& t);
 
-// A host weight viewing `bytes` (a tensor's stored bytes), as [rows, cols] = shape[0], product(rest).
-// A host view of a stored tensor's bytes. F8_E4M3 weights come with their block scales (the
-// `<name>_scale_inv` tensor, scale_name_of) and read as fp8_e4m3_block, in place.
+// A host view of a stored tensor's bytes, in place, as [rows, cols] = shape[0], product(rest). Quantized
+// weights come with their scales tensor:
+//   F8_E4M3 [out, in] + F32 `<name>_scale_inv` [ceil(out/128), ceil(in/128)]  -> fp8_e4m3_block (spec 9.4)
+//   U8 `<w>.weight_packed` [out, in/2] + U8 `<w>.weight_scale` [out, in/32]  -> mxfp4 (compressed-tensors
+//   mxfp4-pack-quantized, spec 9.3: element 2j in the low nibble, e8m0 scale per 32 inputs)
+// A scales tensor of the wrong dtype or shape is a coli::Error naming it.
 Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale = nullptr,
                       std::span<const uint8_t> scale_bytes = {});
 // "...weight" -> "...weight_scale_inv": where block-FP8 checkpoints keep a weight's scales.
 std::string scale_name_of(const std::string& weight_name);
+
+// compressed-tensors names of an MXFP4 weight: "<w>.weight_packed" holds the codes, "<w>.weight_scale"
+// the scales.
+inline constexpr std::string_view kPackedSuffix = ".weight_packed";
+inline constexpr std::string_view kPackedScaleSuffix = ".weight_scale";
+// "<w>.weight_packed" -> "<w>.weight_scale"; throws coli::Error when the name is not a packed weight's.
+std::string packed_scale_name_of(const std::string& packed_name);
 
 class WeightLoader {
 public:

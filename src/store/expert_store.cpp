@@ -179,7 +179,10 @@ void ExpertStore::Impl::submit(std::vector<PendingRead>& reads) {
     jobs.reserve(reads.size());
     // A raw pointer is safe: the cache keeps a loading entry (it is never evictable) until its last read
     // has finished, and the I/O queue is joined before the cache is destroyed.
-    for (const PendingRead& r : reads) jobs.push_back([this, e = r.entry, i = r.read] { run_read(e, i); });
+    for (const PendingRead& r : reads) {
+        if (opts.read_issued) opts.read_issued(r.file, r.offset);
+        jobs.push_back([this, e = r.entry, i = r.read] { run_read(e, i); });
+    }
     io.submit(std::move(jobs));
     reads.clear();
 }

@@ -31,6 +31,8 @@ struct StoreOptions {
     bool direct_io = true;          // O_DIRECT where the filesystem allows it
     std::filesystem::path hot_set;  // routing-history file; empty = no hot set
     double hot_fraction = 0.5;      // share of the budget that the pinned hot set may take
+    // Called with each read's file index and byte offset as it is queued, in issue order (tests, tracing).
+    std::function<void(int file, uint64_t offset)> read_issued;
 };
 
 // Counters since the store was opened.

@@ -41,23 +41,7 @@ constexpr float kResidualGain = 0.1f;    // o_proj, down_proj: each branch adds 
 constexpr float kRouterLogitStd = 3.0f;  // router logits std over experts, for a normalized input
 constexpr float kNormJitterStd = 0.05f;  // norm gains are 1 +- a few percent: finite, not all exactly 1
 
-ValueDist matrix_dist(float gain, int64_t fan_in) {
-    return {0.0f, gain / std::sqrt(static_cast<float>(fan_in))};
-}
 constexpr ValueDist kNormDist{1.0f, kNormJitterStd};
-
-std::string torch_dtype_name(DType t) {
-    switch (t) {
-        case DType::bf16:
-            return "bfloat16";
-        case DType::f16:
-            return "float16";
-        case DType::f32:
-            return "float32";
-        default:
-            fail("coli synth writes bf16, f16 or f32 weights, not {}", dtype_name(t));
-    }
-}
 
 nlohmann::json olmoe_config(const SynthOptions& o) {
     check(o.scale >= 1, "--scale must be >= 1, got {}", o.scale);
@@ -94,7 +78,7 @@ nlohmann::json olmoe_config(const SynthOptions& o) {
         {"rope_theta", kRopeTheta},
         {"router_aux_loss_coef", 0.01},
         {"tie_word_embeddings", false},
-        {"torch_dtype", torch_dtype_name(o.dtype)},
+        {"torch_dtype", synth_torch_dtype(o.dtype)},
         {"transformers_version", "4.45.0"},
         {"use_cache", true},
         {"vocab_size", vocab},
@@ -118,24 +102,24 @@ std::vector<SynthTensor> olmoe_tensors(const nlohmann::json& c) {
     t.push_back({"model.embed_tokens.weight", {vocab, d}, {0.0f, kEmbedStd}});
     for (int l = 0; l < layers; ++l) {
         const std::string p = fmt::format("model.layers.{}.", l);
-        t.push_back({p + "self_attn.q_proj.weight", {d, d}, matrix_dist(kProjGain, d)});
-        t.push_back({p + "self_attn.k_proj.weight", {kv_width, d}, matrix_dist(kProjGain, d)});
-        t.push_back({p + "self_attn.v_proj.weight", {kv_width, d}, matrix_dist(kProjGain, d)});
-        t.push_back({p + "self_attn.o_proj.weight", {d, d}, matrix_dist(kResidualGain, d)});
+        t.push_back({p + "self_attn.q_proj.weight", {d, d}, synth_matrix_dist(kProjGain, d)});
+        t.push_back({p + "self_attn.k_proj.weight", {kv_width, d}, synth_matrix_dist(kProjGain, d)});
+        t.push_back({p + "self_attn.v_proj.weight", {kv_width, d}, synth_matrix_dist(kProjGain, d)});
+        t.push_back({p + "self_attn.o_proj.weight", {d, d}, synth_matrix_dist(kResidualGain, d)});
         t.push_back({p + "self_attn.q_norm.weight", {d}, kNormDist});
         t.push_back({p + "self_attn.k_norm.weight", {kv_width}, kNormDist});
-        t.push_back({p + "mlp.gate.weight", {experts, d}, matrix_dist(kRouterLogitStd, d)});
+        t.push_back({p + "mlp.gate.weight", {experts, d}, synth_matrix_dist(kRouterLogitStd, d)});
         for (int e = 0; e < experts; ++e) {
             const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
-            t.push_back({x + "gate_proj.weight", {ff, d}, matrix_dist(kProjGain, d)});
-            t.push_back({x + "up_proj.weight", {ff, d}, matrix_dist(kProjGain, d)});
-            t.push_back({x + "down_proj.weight", {d, ff}, matrix_dist(kResidualGain, ff)});
+            t.push_back({x + "gate_proj.weight", {ff, d}, synth_matrix_dist(kProjGain, d)});
+            t.push_back({x + "up_proj.weight", {ff, d}, synth_matrix_dist(kProjGain, d)});
+            t.push_back({x + "down_proj.weight", {d, ff}, synth_matrix_dist(kResidualGain, ff)});
         }
         t.push_back({p + "input_layernorm.weight", {d}, kNormDist});
         t.push_back({p + "post_attention_layernorm.weight", {d}, kNormDist});
     }
     t.push_back({"model.norm.weight", {d}, kNormDist});
-    t.push_back({"lm_head.weight", {vocab, d}, matrix_dist(kProjGain, d)});
+    t.push_back({"lm_head.weight", {vocab, d}, synth_matrix_dist(kProjGain, d)});
     return t;
 }
 

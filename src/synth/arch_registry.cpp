@@ -1,4 +1,6 @@
 // The table of architectures `coli synth` knows. One line per architecture.
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -6,10 +8,11 @@
 
 namespace coli {
 
-extern const SynthArch kSynthOlmoe;  // arch_olmoe.cpp
+extern const SynthArch kSynthOlmoe;   // arch_olmoe.cpp
+extern const SynthArch kSynthKimiK3;  // arch_kimi_k3.cpp
 
 namespace {
-const SynthArch* const kArchs[] = {&kSynthOlmoe};
+const SynthArch* const kArchs[] = {&kSynthOlmoe, &kSynthKimiK3};
 }  // namespace
 
 const SynthArch& synth_arch_find(std::string_view name) {
@@ -28,6 +31,23 @@ int64_t synth_scaled(int64_t value, int scale, std::string_view what) {
     check(scale >= 1 && value % scale == 0, "--scale {} does not divide {} {}; use a power of two", scale,
           what, value);
     return value / scale;
+}
+
+ValueDist synth_matrix_dist(float gain, int64_t fan_in) {
+    return {0.0f, gain / std::sqrt(static_cast<float>(fan_in))};
+}
+
+std::string synth_torch_dtype(DType t) {
+    switch (t) {
+        case DType::bf16:
+            return "bfloat16";
+        case DType::f16:
+            return "float16";
+        case DType::f32:
+            return "float32";
+        default:
+            fail("coli synth writes bf16, f16 or f32 weights, not {}", dtype_name(t));
+    }
 }
 
 }  // namespace coli

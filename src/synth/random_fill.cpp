@@ -65,10 +65,43 @@ void fill_block(uint64_t block_seed, int64_t begin, int64_t end, ValueDist dist,
     }
 }
 
-// Fills dst[0, count) with elements [first, first + count) of the tensor seeded by `seed`.
-template <typename Element, typename Encode>
-void fill_range(Element* dst, int64_t first, int64_t count, uint64_t seed, ValueDist dist, Encode encode,
-                ThreadPool& pool) {
+// Codes of elements [begin, end) of one block into out[0, end - begin): eight per 64-bit draw (byte j of
+// draw d, bits 8j..8j+7, is element 8d + j), each mapped onto [lo, lo + span) by a multiply-shift. That is
+// four times fewer draws than values and no float arithmetic; the whole byte range is the draw's bytes as
+// they are (little-endian, as every machine the engine runs on). The MXFP4 experts are most of a
+// checkpoint's bytes. As in fill_block, the draws before `begin` are drawn and dropped.
+void fill_codes_block(uint64_t block_seed, int64_t begin, int64_t end, uint32_t lo, uint32_t span,
+                      uint8_t* out) {
+    constexpr int kCodesPerDraw = 8, kBits = 8;
+    constexpr uint32_t kByteRange = 1u << kBits;
+    const bool raw = lo == 0 && span == kByteRange;
+    auto code = [&](uint64_t r, int64_t j) {
+        const auto byte = static_cast<uint32_t>(r >> (kBits * j)) & (kByteRange - 1);
+        return static_cast<uint8_t>(lo + ((byte * span) >> kBits));
+    };
+    Xoshiro256Plus rng(block_seed);
+    const int64_t first_draw = begin / kCodesPerDraw;
+    for (int64_t d = 0; d < first_draw; ++d) rng.next();
+    for (int64_t i = first_draw * kCodesPerDraw; i < end; i += kCodesPerDraw) {
+        const uint64_t r = rng.next();
+        if (i >= begin && i + kCodesPerDraw <= end) {
+            uint8_t* dst = out + (i - begin);  // element i
+            if (raw) {
+                std::memcpy(dst, &r, sizeof r);
+            } else {
+                for (int64_t j = 0; j < kCodesPerDraw; ++j) dst[j] = code(r, j);
+            }
+            continue;
+        }
+        const int64_t j0 = std::max<int64_t>(0, begin - i), j1 = std::min<int64_t>(kCodesPerDraw, end - i);
+        for (int64_t j = j0; j < j1; ++j) out[i + j - begin] = code(r, j);
+    }
+}
+
+// Fills dst[0, count) with elements [first, first + count) of the tensor seeded by `seed`, one block of
+// kRandomBlock elements at a time through fill(block_seed, begin, end, out) (offsets within the block).
+template <typename Element, typename BlockFill>
+void fill_range(Element* dst, int64_t first, int64_t count, uint64_t seed, BlockFill fill, ThreadPool& pool) {
     const int64_t block_begin = first / kRandomBlock,
                   block_end = (first + count + kRandomBlock - 1) / kRandomBlock;
     pool.parallel_for(block_end - block_begin, 1, [&](int64_t b0, int64_t b1) {
@@ -78,14 +111,40 @@ void fill_range(Element* dst, int64_t first, int64_t count, uint64_t seed, Value
             const int64_t block_start = b * kRandomBlock;  // element index of the block's first element
             const int64_t begin = std::max(first, block_start) - block_start;
             const int64_t end = std::min(first + count, block_start + kRandomBlock) - block_start;
-            Element* out = dst + (block_start + begin - first);  // element block_start + begin
-            fill_block(block_seed, begin, end, dist,
-                       [out, begin, &encode](int64_t i, float v) { out[i - begin] = encode(v); });
+            fill(block_seed, begin, end, dst + (block_start + begin - first));  // element block_start + begin
         }
     });
 }
 
+// Values of dist, encoded as Element.
+template <typename Element, typename Encode>
+void fill_values(Element* dst, int64_t first, int64_t count, uint64_t seed, ValueDist dist, Encode encode,
+                 ThreadPool& pool) {
+    auto fill = [&](uint64_t block_seed, int64_t begin, int64_t end, Element* out) {
+        fill_block(block_seed, begin, end, dist,
+                   [out, begin, &encode](int64_t i, float v) { out[i - begin] = encode(v); });
+    };
+    fill_range(dst, first, count, seed, fill, pool);
+}
+
+// U8 codes: the integers in [round(center - std sqrt(3)), round(center + std sqrt(3))), clamped to a byte.
+void fill_codes(uint8_t* dst, int64_t first, int64_t count, uint64_t seed, ValueDist dist, ThreadPool& pool) {
+    constexpr long kCodes = 256;
+    const float half_width = dist.std * kUniformHalfWidthPerStd;
+    const long lo = std::clamp(std::lround(dist.center - half_width), 0L, kCodes - 1);
+    const long hi = std::clamp(std::lround(dist.center + half_width), lo + 1, kCodes);  // exclusive
+    auto fill = [&](uint64_t block_seed, int64_t begin, int64_t end, uint8_t* out) {
+        fill_codes_block(block_seed, begin, end, uint32_t(lo), uint32_t(hi - lo), out);
+    };
+    fill_range(dst, first, count, seed, fill, pool);
+}
+
 }  // namespace
+
+ValueDist uniform_codes(int lo, int hi) {
+    const float width = float(hi + 1 - lo);
+    return {float(lo) + width / 2, width / 2 / kUniformHalfWidthPerStd};
+}
 
 uint64_t tensor_seed(uint64_t run_seed, std::string_view name) {
     constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL, kFnvPrime = 0x100000001b3ULL;
@@ -99,14 +158,16 @@ void random_fill(void* dst, DType dtype, int64_t first, int64_t count, uint64_t 
                  ThreadPool& pool) {
     switch (dtype) {
         case DType::f32:
-            return fill_range(
+            return fill_values(
                 static_cast<float*>(dst), first, count, seed, dist, [](float v) { return v; }, pool);
         case DType::bf16:
-            return fill_range(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_bf16, pool);
+            return fill_values(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_bf16, pool);
         case DType::f16:
-            return fill_range(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_f16, pool);
+            return fill_values(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_f16, pool);
+        case DType::u8:
+            return fill_codes(static_cast<uint8_t*>(dst), first, count, seed, dist, pool);
         default:
-            fail("random weights can be written as F32, BF16 or F16, not {}", dtype_name(dtype));
+            fail("random weights can be written as F32, BF16, F16 or U8, not {}", dtype_name(dtype));
     }
 }
 
@@ -125,6 +186,19 @@ void random_fill_bytes(void* dst, size_t n, uint64_t seed, ThreadPool& pool) {
             }
         }
     });
+}
+
+std::vector<int> random_permutation(int n, uint64_t seed) {
+    std::vector<int> p(static_cast<size_t>(std::max(0, n)));
+    for (int i = 0; i < n; ++i) p[i] = i;
+    Xoshiro256Plus rng(seed);
+    for (int i = n - 1; i > 0; --i) {
+        // The high bits are xoshiro256+'s good ones; the modulo bias over 2^32 is far below what matters
+        // here.
+        const auto j = static_cast<int>((rng.next() >> 32) % uint64_t(i + 1));
+        std::swap(p[i], p[j]);
+    }
+    return p;
 }
 
 }  // namespace coli

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -25,16 +26,24 @@ struct ValueDist {
     float std = 0;     // standard deviation; values are uniform in center +- std * sqrt(3)
 };
 
+// Integer codes uniform in [lo, hi], for U8 tensors: the interval [lo, hi + 1) as a ValueDist.
+ValueDist uniform_codes(int lo, int hi);
+
 // A 64-bit seed for one tensor: the run seed mixed with the tensor name.
 uint64_t tensor_seed(uint64_t run_seed, std::string_view name);
 
 // Writes elements [first, first + count) of the tensor seeded by `seed` into dst, encoded as dtype
-// (f32, bf16 or f16), count * dtype_size(dtype) bytes. Runs on the pool's threads.
+// (f32, bf16 or f16; u8 stores integer codes uniform over the whole numbers of dist's interval, its ends
+// rounded and clamped to [0, 256)), count * dtype_size(dtype) bytes. Runs on the pool's threads.
 void random_fill(void* dst, DType dtype, int64_t first, int64_t count, uint64_t seed, ValueDist dist,
                  ThreadPool& pool);
 
 // Fills dst[0, n) with random bytes from `seed` (codes of quantized formats, which are valid for any
 // byte value except the few a caller then patches). Runs on the pool's threads.
 void random_fill_bytes(void* dst, size_t n, uint64_t seed, ThreadPool& pool);
+
+// A random permutation of [0, n) from `seed` (Fisher-Yates on the same generator): the same on every
+// platform, unlike std::shuffle.
+std::vector<int> random_permutation(int n, uint64_t seed);
 
 }  // namespace coli

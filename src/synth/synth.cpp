@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <map>
@@ -22,18 +23,25 @@ constexpr int kJsonIndent = 2;  // transformers writes its JSON files with inden
 using ShardPlan = std::vector<std::vector<size_t>>;
 
 // transformers' sharding: tensors in state_dict order, a new shard whenever the next tensor would take
-// the current one past the limit (a tensor larger than the limit gets a shard of its own).
-ShardPlan shards_plan(const std::vector<ShardTensor>& tensors, uint64_t max_shard_bytes) {
+// the current one past the limit (a tensor larger than the limit gets a shard of its own). A tensor that
+// goes with the previous one (SynthTensor::with_previous) never starts a shard: the decision is taken for
+// the whole run at its first tensor.
+ShardPlan shards_plan(const std::vector<ShardTensor>& tensors, const std::vector<SynthTensor>& specs,
+                      uint64_t max_shard_bytes) {
     ShardPlan plan;
     uint64_t current = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
-        const uint64_t n = tensors[i].nbytes();
-        if (plan.empty() || (current > 0 && current + n > max_shard_bytes)) {
-            plan.emplace_back();
-            current = 0;
+        if (!specs[i].with_previous || plan.empty()) {
+            uint64_t run = tensors[i].nbytes();
+            for (size_t j = i + 1; j < tensors.size() && specs[j].with_previous; ++j)
+                run += tensors[j].nbytes();
+            if (plan.empty() || (current > 0 && current + run > max_shard_bytes)) {
+                plan.emplace_back();
+                current = 0;
+            }
         }
         plan.back().push_back(i);
-        current += n;
+        current += tensors[i].nbytes();
     }
     return plan;
 }
@@ -80,6 +88,7 @@ void shard_write(const std::filesystem::path& path, const std::vector<ShardTenso
         const size_t elem = dtype_size(t.dtype);
         const int64_t numel = static_cast<int64_t>(t.nbytes() / elem);
         const uint64_t tseed = tensor_seed(seed, t.name);
+        const int64_t zero_from = specs[i]->zero_from < 0 ? numel : std::min(numel, specs[i]->zero_from);
         for (int64_t done = 0; done < numel;) {
             const auto room = static_cast<int64_t>((kSynthChunkBytes - used) / elem);
             if (room == 0) {
@@ -87,7 +96,10 @@ void shard_write(const std::filesystem::path& path, const std::vector<ShardTenso
                 continue;
             }
             const int64_t n = std::min(room, numel - done);
-            random_fill(chunks[filling].data() + used, t.dtype, done, n, tseed, specs[i]->dist, pool);
+            const int64_t n_random = std::clamp<int64_t>(zero_from - done, 0, n);
+            uint8_t* dst = chunks[filling].data() + used;
+            if (n_random > 0) random_fill(dst, t.dtype, done, n_random, tseed, specs[i]->dist, pool);
+            std::memset(dst + n_random * elem, 0, static_cast<size_t>(n - n_random) * elem);
             used += static_cast<size_t>(n) * elem;
             done += n;
         }
@@ -114,19 +126,22 @@ SynthResult synth_write(const SynthOptions& opts, ThreadPool& pool) {
     std::vector<ShardTensor> tensors;
     uint64_t total = 0;
     for (const SynthTensor& s : specs) {
-        tensors.push_back({s.name, opts.dtype, s.shape});
+        tensors.push_back({s.name, s.dtype.value_or(opts.dtype), s.shape});
         total += tensors.back().nbytes();
     }
     const auto max_shard = static_cast<uint64_t>(opts.shard_gb * kBytesPerGB);
-    const ShardPlan plan = shards_plan(tensors, max_shard);
+    const ShardPlan plan = shards_plan(tensors, specs, max_shard);
 
     ProgressMeter progress(fmt::format("synth {}", opts.out.filename().string()), total);
     nlohmann::json weight_map = nlohmann::json::object();
     for (size_t s = 0; s < plan.size(); ++s) {
-        // Within a file the safetensors library orders tensors by name, so that is how real shards are.
+        // Within a file the safetensors library orders tensors by name, so that is how real shards are,
+        // unless the architecture says otherwise (file_key).
+        auto key = [&](size_t i) -> const std::string& {
+            return specs[i].file_key.empty() ? specs[i].name : specs[i].file_key;
+        };
         std::vector<size_t> order = plan[s];
-        std::sort(order.begin(), order.end(),
-                  [&](size_t a, size_t b) { return tensors[a].name < tensors[b].name; });
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
         std::vector<ShardTensor> shard;
         std::vector<const SynthTensor*> shard_specs;
         const std::string file = shard_name(s, plan.size());

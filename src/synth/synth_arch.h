@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,9 +33,21 @@ struct SynthOptions {
 
 // One tensor of the checkpoint and how its random values are drawn.
 struct SynthTensor {
-    std::string name;
-    std::vector<int64_t> shape;
-    ValueDist dist;
+    SynthTensor(std::string name_, std::vector<int64_t> shape_, ValueDist dist_,
+                std::optional<DType> dtype_ = std::nullopt, int64_t zero_from_ = -1)
+        : name(std::move(name_)),
+          shape(std::move(shape_)),
+          dist(dist_),
+          dtype(dtype_),
+          zero_from(zero_from_) {}
+
+    std::string name;            // the checkpoint's name for it
+    std::vector<int64_t> shape;  // stored shape
+    ValueDist dist;              // distribution of its values (codes, for U8)
+    std::optional<DType> dtype;  // stored dtype; unset = the --dtype of the float weights
+    int64_t zero_from = -1;      // elements from this index on are 0 (padding); -1 = none
+    std::string file_key;        // orders it within its shard; empty = its name (the safetensors order)
+    bool with_previous = false;  // kept in the shard of the tensor before it (the parts of one expert)
 };
 
 struct SynthArch {
@@ -54,5 +68,9 @@ std::vector<std::string_view> synth_arch_names();
 
 // Shared by the architectures: `value / scale`, which must divide exactly (names `what` otherwise).
 int64_t synth_scaled(int64_t value, int scale, std::string_view what);
+// Weights of a matrix with `fan_in` inputs: output rms ~ gain x input rms.
+ValueDist synth_matrix_dist(float gain, int64_t fan_in);
+// config.json's torch_dtype for a stored float dtype ("bfloat16").
+std::string synth_torch_dtype(DType t);
 
 }  // namespace coli
