@@ -29,7 +29,9 @@ declare -A prompts=([olmoe_gqa]=298,275,120,325,190,433,174,242,66,264,152,226,4
                     [deepseek_v3_noq]=250,3,64,128,9,31,177,45,2,199,86,140
                     [deepseek_v3_fp8]=12,200,45,3,99,180,64,7,250,31,90,141
                     [deepseek_v32]=5,17,99,200,33,150,8,61,120,240,7,77
-                    [glm_moe_dsa]=250,3,64,128,9,31,177,45,2,199,86,140)
+                    [glm_moe_dsa]=250,3,64,128,9,31,177,45,2,199,86,140
+                    [kimi_linear]=5,17,99,200,33,150,8,61,120,240,7,77
+                    [kimi_k3]=250,3,64,128,9,31,177,45,2,199,86,140)
 for fx in "${!prompts[@]}"; do
     args=(run --model "tests/fixtures/$fx" --ids "${prompts[$fx]}" --max-tokens 8 --temperature 0 --print-ids
           --hot-set none)

@@ -2,7 +2,10 @@
 // tools/make_deepseek_oracles.py (fp32, eager attention). Tolerances are the foundation issue's.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <span>
 
 #include "common/fixture.h"
 #include "runtime/engine.h"
@@ -16,7 +19,8 @@ constexpr double kLogitTolerance = 1e-3;  // max|diff| <= 1e-3 * max|logit| on t
 // The transformers fixtures, and the bundled demo model (trained, bf16; tools/train_demo_model.py).
 const char* const kFixtures[] = {"olmoe_base",      "olmoe_gqa",    "olmoe_bf16",  "olmoe_sharded",
                                  "olmoe_clip",      "models/demo",  "deepseek_v3", "deepseek_v3_noq",
-                                 "deepseek_v3_fp8", "deepseek_v32", "glm_moe_dsa", "kimi_linear", "kimi_k3"};
+                                 "deepseek_v3_fp8", "deepseek_v32", "glm_moe_dsa", "kimi_linear",
+                                 "kimi_k3"};
 
 EngineOptions options_for(const test::Fixture& fx, int expert_cache) {
     EngineOptions o;
@@ -35,6 +39,24 @@ TEST_P(Oracle, LogitsMatchTransformers) {
     Engine engine(options_for(fx, cache));
     Session session(engine.model());
     const std::vector<float> logits = session.forward(fx.input_ids, true);
+    const double diff = test::max_rel_diff(logits, fx.logits);
+    fmt::print("{} on cpu, expert cache {}: max|logit diff| / max|logit| = {:.2e}\n", name, cache, diff);
+    EXPECT_LE(diff, kLogitTolerance);
+    EXPECT_EQ(test::argmax_rows(logits, fx.vocab), test::argmax_rows(fx.logits, fx.vocab));
+}
+
+// The prompt in two prefills (the second continuing from the first's caches and recurrent states, as a
+// chat turn does) gives the one-prefill logits.
+TEST_P(Oracle, SplitPrefillMatchesPrefill) {
+    const auto [name, cache] = GetParam();
+    const test::Fixture fx = test::fixture_load(name);
+    Engine engine(options_for(fx, cache));
+    Session session(engine.model());
+    const std::span<const int32_t> ids(fx.input_ids);
+    const size_t half = ids.size() / 2;
+    std::vector<float> logits = session.forward(ids.first(half), true);
+    const std::vector<float> rest = session.forward(ids.subspan(half), true);
+    logits.insert(logits.end(), rest.begin(), rest.end());
     EXPECT_LE(test::max_rel_diff(logits, fx.logits), kLogitTolerance);
     EXPECT_EQ(test::argmax_rows(logits, fx.vocab), test::argmax_rows(fx.logits, fx.vocab));
 }
