@@ -2,9 +2,10 @@
 // "Performance is measured, as ratios in one run").
 //   matmul:  decode matmul (one token) per weight format, weight GB/s beside memcpy GB/s of a buffer of
 //            the same size (and beside a plain read of it, the tighter bound for a kernel that only reads).
-//   --model: expert streaming under a RAM budget: the store's read GB/s beside raw O_DIRECT reads of the
-//            same files, and decode tok/s beside the disk bound and the memory bound, with the hit rate and
-//            the routing statistics that say whether the run exercised the cache honestly.
+//   --model: expert streaming under a RAM budget: the store's read GB/s beside raw O_DIRECT reads of
+//            randomly chosen experts' byte ranges, and decode tok/s beside the disk bound and the memory
+//            bound, with the hit rate and the routing statistics that say whether the run exercised the cache
+//            honestly.
 // Every figure is the median of repetitions. Timings are reported, never asserted.
 #include <fmt/format.h>
 #include <sys/utsname.h>
@@ -27,6 +28,7 @@
 #include "formats/format.h"
 #include "io/file.h"
 #include "runtime/session.h"
+#include "store/expert_index.h"
 #include "store/expert_store.h"
 #include "synth/random_weight.h"
 
@@ -38,7 +40,6 @@ constexpr size_t kMiB = size_t{1} << 20;
 constexpr int64_t kMatmulCols = 4096;             // a typical d_model; a multiple of every format's group
 constexpr int64_t kMatmulRowMultiple = 128;       // whole fp8 scale blocks
 constexpr size_t kCopyGrainBytes = 4 * kMiB;      // per-thread piece of the memcpy / read bounds
-constexpr size_t kDiskBlockBytes = 8 * kMiB;      // raw disk reads: large sequential O_DIRECT blocks
 constexpr size_t kMemoryProbeBytes = 256 * kMiB;  // larger than the caches, quick to read
 constexpr uint64_t kBenchSeed = 0x5eed;
 
@@ -189,23 +190,48 @@ struct DiskProbe {
     uint64_t bytes = 0;
 };
 
-// Reads up to `cap` bytes of the files front to back in kDiskBlockBytes blocks, `readers` at a time, with
-// O_DIRECT where the filesystem allows it: the raw sequential bandwidth the store's reads compete with.
-DiskProbe disk_probe(const std::vector<std::filesystem::path>& paths, uint64_t cap, int readers) {
-    struct Block {
-        const ReadFile* file;
-        uint64_t offset;
-    };
+// One raw read of the disk probe: a range of a model file.
+struct RawRead {
+    int file = 0;         // index into the checkpoint's files
+    uint64_t offset = 0;  // first byte
+    uint64_t length = 0;  // bytes
+};
+
+// The byte ranges of randomly chosen experts, up to `cap` bytes: the reads the store makes (same files, sizes
+// and scatter), on experts a decode run mostly did not touch. Reading the files front to back instead would
+// measure the dense weights the load has just read, which a virtual disk may still hold in its host's cache.
+std::vector<RawRead> expert_reads_sample(const ExpertIndex& index, uint64_t cap, uint64_t seed) {
+    std::vector<std::pair<int, int>> experts;
+    for (int l = 0; l < index.n_layers(); ++l)
+        if (index.has_experts(l))
+            for (int e = 0; e < index.n_experts(); ++e) experts.emplace_back(l, e);
+    std::shuffle(experts.begin(), experts.end(), std::mt19937_64(seed));
+    std::vector<RawRead> reads;
+    uint64_t bytes = 0;
+    for (const auto& [l, e] : experts) {
+        for (const ReadRange& r : index.at(l, e).reads) {
+            reads.push_back({r.file, r.offset, r.length});
+            bytes += r.length;
+        }
+        if (bytes >= cap) break;
+    }
+    return reads;
+}
+
+// Runs the reads, `readers` at a time, with O_DIRECT where the filesystem allows it (offsets and sizes
+// widened to its alignment): the raw bandwidth the store's reads compete with.
+DiskProbe disk_probe(const std::vector<std::filesystem::path>& paths, const std::vector<RawRead>& reads,
+                     int readers) {
     std::vector<std::unique_ptr<ReadFile>> files;
-    std::vector<Block> blocks;
     DiskProbe p;
     for (const auto& path : paths) {
         files.push_back(std::make_unique<ReadFile>(path));
         p.direct = p.direct && files.back()->has_direct();
-        for (uint64_t off = 0; off < files.back()->size() && p.bytes < cap; off += kDiskBlockBytes) {
-            blocks.push_back({files.back().get(), off});
-            p.bytes += std::min<uint64_t>(kDiskBlockBytes, files.back()->size() - off);
-        }
+    }
+    uint64_t longest = 0;
+    for (const RawRead& r : reads) {
+        p.bytes += r.length;
+        longest = std::max(longest, r.length + 2 * kDirectAlign);
     }
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
@@ -213,12 +239,15 @@ DiskProbe disk_probe(const std::vector<std::filesystem::path>& paths, uint64_t c
     std::vector<std::thread> threads;
     for (int r = 0; r < readers; ++r) {
         threads.emplace_back([&] {
-            AlignedBytes buf = aligned_alloc_bytes(kDiskBlockBytes);
-            for (size_t i; (i = next++) < blocks.size();) {
-                const Block& b = blocks[i];
-                const int fd = b.file->has_direct() ? b.file->fd_direct() : b.file->fd();
+            AlignedBytes buf = aligned_alloc_bytes(longest);
+            for (size_t i; (i = next++) < reads.size();) {
+                const RawRead& r = reads[i];
+                const ReadFile& f = *files[r.file];
+                const uint64_t begin = r.offset / kDirectAlign * kDirectAlign;
+                const uint64_t end = (r.offset + r.length + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+                const int fd = f.has_direct() ? f.fd_direct() : f.fd();
                 // A short count at the end of a file is expected (O_DIRECT reads whole blocks).
-                if (::pread(fd, buf.get(), kDiskBlockBytes, static_cast<off_t>(b.offset)) < 0) failed = true;
+                if (::pread(fd, buf.get(), end - begin, static_cast<off_t>(begin)) < 0) failed = true;
             }
         });
     }
@@ -287,18 +316,25 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
           "--tokens, --prompt-tokens and --decode-reps must be > 0");
     // Facts about the model and the budget, from one engine that is then dropped.
     std::vector<std::filesystem::path> files;
+    std::vector<std::vector<RawRead>> probe_reads;  // the raw disk bound's reads, fresh experts per run
     double touched = 0;
     ModelSummary summary;
+    std::string backend;  // where the decode runs' ops go
     ExpertLayout layout;
     int64_t vocab = 0;
     {
         Engine engine(a.engine);
         summary = engine.model().summary();
+        backend = engine.model().ops().backend().description();
         layout = engine.model().store().layout();
         vocab = summary.vocab;
         touched = touched_bytes_per_token(engine);
         for (int i = 0; i < engine.checkpoint().file_count(); ++i)
             files.push_back(engine.checkpoint().file_path(i));
+        const ExpertIndex index(engine.checkpoint(), layout);
+        for (int rep = 0; rep < a.decode_reps; ++rep)
+            probe_reads.push_back(
+                expert_reads_sample(index, static_cast<uint64_t>(a.disk_gb * kBytesPerGB), a.seed + 1 + rep));
     }
     // The KV cache only needs the run's tokens; the model's maximum context would cost RAM and zeroing time.
     if (a.engine.max_ctx == 0) a.engine.max_ctx = a.prompt_tokens + a.tokens + 1;
@@ -307,7 +343,8 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
     std::vector<int32_t> prompt(size_t(a.prompt_tokens));
     for (int32_t& id : prompt) id = static_cast<int32_t>(rng() % uint64_t(vocab));
 
-    fmt::print("\nexpert streaming: {}\n  {}\n", a.engine.model_dir.string(), summary.architecture);
+    fmt::print("\nexpert streaming: {}\n  {}\n  backend: {}\n", a.engine.model_dir.string(),
+               summary.architecture, backend);
     fmt::print(
         "  experts {} on disk, RAM budget {}{}; {} io threads, {}; {} prompt + {} decode tokens "
         "(random ids, seed {}, greedy); median of {} runs, each on a cold cache\n",
@@ -333,7 +370,7 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
         stall.push_back(r.stall_share);
         routing = r.end;
         // The bounds, measured between the runs so that they see the same machine state.
-        probe = disk_probe(files, static_cast<uint64_t>(a.disk_gb * kBytesPerGB), a.engine.io_threads);
+        probe = disk_probe(files, probe_reads[rep], a.engine.io_threads);
         disk_gbps.push_back(probe.gbps);
     }
     double mem = 0;
@@ -353,8 +390,8 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
                "ratio");
     fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "expert read GB/s (store)",
                median(store_gbps), disk,
-               fmt::format("raw {} reads, {} x {} MB", probe.direct ? "O_DIRECT" : "BUFFERED (no O_DIRECT)",
-                           a.engine.io_threads, kDiskBlockBytes / kMiB),
+               fmt::format("raw {} reads of random experts, {} at a time",
+                           probe.direct ? "O_DIRECT" : "BUFFERED (no O_DIRECT)", a.engine.io_threads),
                median(store_gbps) / disk);
     fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, disk_bound,
                fmt::format("disk: {:.2f} GB/s / {} read per token", disk, bytes_human(uint64_t(miss))),
@@ -414,6 +451,13 @@ void cmd_bench_add(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--no-matmul", a->no_matmul, "Skip the matmul table");
     cmd->add_option("--model,-m", a->engine.model_dir, "Model directory: also measure expert streaming");
+    cmd->add_option("--backend,-b", a->engine.backend,
+                    "Backend of the decode runs: auto, cpu, cuda, vulkan, metal")
+        ->capture_default_str();
+    cmd->add_option(
+           "--vram-gb", a->engine.vram_gb,
+           "Device memory for dense weights and the expert tier, GB (0 = free memory less a reserve)")
+        ->capture_default_str();
     cmd->add_option("--ram-gb", a->engine.ram_gb,
                     "RAM budget for cached experts, GB (below the expert bytes)")
         ->capture_default_str();
@@ -426,7 +470,8 @@ void cmd_bench_add(CLI::App& app) {
     cmd->add_option("--prompt-tokens", a->prompt_tokens, "Random prompt ids per run")->capture_default_str();
     cmd->add_option("--decode-reps", a->decode_reps, "Decode runs, each on a fresh engine (median reported)")
         ->capture_default_str();
-    cmd->add_option("--disk-gb", a->disk_gb, "Bytes of the model files read raw per disk measurement, GB")
+    cmd->add_option("--disk-gb", a->disk_gb,
+                    "Bytes of randomly chosen experts read raw per disk measurement, GB")
         ->capture_default_str();
     cmd->add_option("--seed", a->seed, "Seed of the random prompt")->capture_default_str();
     cmd->add_option("--ctx", a->engine.max_ctx, "Context length (0 = the prompt and decode tokens of a run)")
