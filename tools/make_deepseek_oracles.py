@@ -200,23 +200,30 @@ class TopkTies:
 
     def __enter__(self):
         self.min_gap = float("inf")
-        self.original = torch.Tensor.topk
+        self.originals = (torch.Tensor.topk, torch.topk)
         ties = self
 
-        def topk(t, k, *args, **kwargs):
+        def record(t, k):
             v = t.detach().float().reshape(-1, t.shape[-1])
             visible = v > torch.finfo(torch.float32).min / 2
             for row, ok in zip(v, visible):
                 r = row[ok].sort(descending=True).values
                 if r.numel() > k:
                     ties.min_gap = min(ties.min_gap, float(r[k - 1] - r[k]))
-            return ties.original(t, k, *args, **kwargs)
 
-        torch.Tensor.topk = topk
+        def method(t, k, *args, **kwargs):
+            record(t, k)
+            return ties.originals[0](t, k, *args, **kwargs)
+
+        def function(t, k, *args, **kwargs):
+            record(t, k)
+            return ties.originals[1](t, k, *args, **kwargs)
+
+        torch.Tensor.topk, torch.topk = method, function
         return self
 
     def __exit__(self, *exc):
-        torch.Tensor.topk = self.original
+        torch.Tensor.topk, torch.topk = self.originals
 
 
 def greedy(model, ids, n):

@@ -14,7 +14,8 @@ std::string_view op_name(OpKind op) {
         "embedding",   "rms_norm",   "matmul",        "add",
         "clamp",       "rope",       "attention",     "route_softmax_topk",
         "moe_experts", "slice_cols", "mla_attention", "route_sigmoid_topk",
-        "layer_norm",  "dsa_select",
+        "layer_norm",  "dsa_select", "short_conv",    "kda",
+        "mul_sigmoid", "res_mix",
     };
     static_assert(std::ranges::none_of(kNames, [](std::string_view n) { return n.empty(); }),
                   "every op needs a name");
@@ -74,6 +75,39 @@ void dsa_args_check(const Tensor& q, const Tensor& weights, const Tensor& k, con
     check_shape(out, n, s.top_k, "dsa_select out");
     check(pos0 + n <= cache.rows(), "context full: {} tokens do not fit in a cache of {}", pos0 + n,
           cache.rows());
+}
+
+void kda_args_check(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                    const Weight& a_log, const Weight& dt_bias, const KdaShape& s, const Tensor& state,
+                    const Tensor& out) {
+    const int64_t n = q.rows(), width = int64_t{s.n_heads} * s.head_dim;
+    check(s.n_heads > 0 && s.head_dim > 0 && s.gate_lower_bound <= 0, "kda: {} heads of {}, gate bound {}",
+          s.n_heads, s.head_dim, s.gate_lower_bound);
+    for (const auto& [t, what] :
+         {std::pair{&q, "kda q"}, {&k, "kda k"}, {&v, "kda v"}, {&g, "kda g"}, {&out, "kda out"}})
+        check_shape(*t, n, width, what);
+    check_shape(beta, n, s.n_heads, "kda beta");
+    check_shape(state, width, s.head_dim, "kda state");
+    check(a_log.format() == Format::f32 && a_log.rows() == 1 && a_log.cols() == s.n_heads,
+          "kda: A_log must be f32 [1, {}]", s.n_heads);
+    check(dt_bias.format() == Format::f32 && dt_bias.rows() == 1 && dt_bias.cols() == width,
+          "kda: dt_bias must be f32 [1, {}]", width);
+}
+
+void short_conv_args_check(const Tensor& x, const Weight& w, const Tensor& state, const Tensor& out) {
+    const int64_t c = x.cols();
+    check(w.format() == Format::f32 && w.rows() == c && w.cols() >= 2,
+          "short_conv: weight must be f32 [{}, K >= 2], is {} [{}, {}]", c, format_name(w.format()), w.rows(),
+          w.cols());
+    check_shape(state, w.cols() - 1, c, "short_conv state");
+    check_shape(out, x.rows(), c, "short_conv out");
+}
+
+void res_mix_args_check(std::span<const Tensor> entries, const Weight& w, const Tensor& out) {
+    check(!entries.empty(), "res_mix: no entries");
+    for (const Tensor& e : entries) check_shape(e, out.rows(), out.cols(), "res_mix entry");
+    check(w.format() == Format::f32 && w.rows() == 1 && w.cols() == out.cols(),
+          "res_mix: weight must be f32 [1, {}]", out.cols());
 }
 
 void dsa_topk_row(const float* scores, int64_t visible, int top_k, float* out) {

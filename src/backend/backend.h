@@ -29,6 +29,10 @@ enum class OpKind : uint8_t {
     route_sigmoid_topk,
     layer_norm,
     dsa_select,
+    short_conv,
+    kda,
+    mul_sigmoid,
+    res_mix,
     count_  // number of ops
 };
 std::string_view op_name(OpKind op);
@@ -41,6 +45,7 @@ struct OpDesc {
     int64_t cols = 0;                // weight cols / tensor cols
     int64_t n = 0;                   // tokens
     const Weight* weight = nullptr;  // the op's weight when it has one (residency checks), else nullptr
+    GluKind glu = GluKind::silu;     // moe_experts: the experts' gate activation
 };
 
 // Checks that a tensor has the expected shape; the message names the op and the operand. Backends call it
@@ -59,6 +64,14 @@ void dsa_args_check(const Tensor& q, const Tensor& weights, const Tensor& k, con
 // The top_k positions of the largest scores among positions [0, visible) (ties to the lower position), as
 // floats, padded with -1 when visible < top_k: dsa_select's selection rule, shared by every backend.
 void dsa_topk_row(const float* scores, int64_t visible, int top_k, float* out);
+// The same for kda.
+void kda_args_check(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                    const Weight& a_log, const Weight& dt_bias, const KdaShape& s, const Tensor& state,
+                    const Tensor& out);
+// The same for short_conv.
+void short_conv_args_check(const Tensor& x, const Weight& w, const Tensor& state, const Tensor& out);
+// The same for res_mix.
+void res_mix_args_check(std::span<const Tensor> entries, const Weight& w, const Tensor& out);
 // Checks the rope parameters against x's width.
 void rope_args_check(const Tensor& x, const RopeParams& p);
 // The inverse frequencies every backend rotates with, in f32 as transformers computes them:
@@ -134,6 +147,25 @@ public:
     //   out: [n, top_k]
     virtual void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
                             const DsaShape& s, int64_t pos0, Tensor& out) = 0;
+    // Causal depthwise convolution over time, then SiLU (KDA's short convolution, spec 5.1): channel c of
+    // row t is silu(sum_j w[c][j] x[t - K + 1 + j][c]), rows before the first taken from state, which holds
+    // the K - 1 inputs before x (oldest first) and is advanced to the last K - 1 inputs.
+    //   x, out: [n, C]; w: [C, K] f32; state: [K - 1, C]
+    virtual void short_conv(const Tensor& x, const Weight& w, Tensor& state, Tensor& out) = 0;
+    // Kimi delta attention (spec 5.1), token by token from state S (per head [dk, dv], f32): with
+    // q = l2norm(q_h) / sqrt(dk), k = l2norm(k_h), alpha = exp(kda_log_decay(g_h + dt_bias_h, A_log[h])),
+    // b = sigmoid(beta[h]):  S = Diag(alpha) S;  S += k (b (v - S^T k))^T;  out_h = S^T q.
+    //   q, k, v, g, out: [n, H d]; beta: [n, H]; a_log: [1, H]; dt_bias: [1, H d]; state: [H d, d]
+    virtual void kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                     const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state,
+                     Tensor& out) = 0;
+    // out = a * sigmoid(b), elementwise (output gates).                    all [n, d]
+    virtual void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+    // Attention residuals (Kimi K3, spec 7.1): per token t, score_e = sum_d entries[e][t][d] /
+    // rms(entries[e][t]) w[d] with rms(v) = sqrt(mean(v^2) + eps), then out[t] = sum_e softmax(score)_e
+    // entries[e][t].
+    //   entries: m tensors [n, d]; w: [1, d] (the norm gain times the projection); out: [n, d]
+    virtual void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) = 0;
 };
 
 }  // namespace coli

@@ -9,6 +9,7 @@
 #include <memory>
 #include <tuple>
 
+#include "backend/op_grid.h"
 #include "core/error.h"
 #include "core/random.h"
 
@@ -16,76 +17,11 @@ namespace coli {
 
 namespace {
 
-// A host weight owning its encoded bytes.
-Weight weight_random(Format f, int64_t rows, int64_t cols, uint32_t seed) {
-    const std::vector<float> w = random_normal(static_cast<size_t>(rows * cols), seed, 0.5f);
-    auto e = std::make_shared<EncodedWeight>(weight_encode(f, w.data(), rows, cols));
-    return Weight{e->view(), nullptr, e};
-}
+using namespace op_grid;
 
-bool format_fits(Format f, int64_t cols) {
-    try {
-        format_check_shape(f, 1, cols);
-        return true;
-    } catch (const Error&) {
-        return false;
-    }
-}
-
-Tensor tensor_on(Backend& b, int64_t rows, int64_t cols, const std::vector<float>& v) {
-    Tensor t = b.tensor_new(rows, cols);
-    b.tensor_write(t, v);
-    return t;
-}
-
-std::vector<float> tensor_host(Backend& b, const Tensor& t) {
-    std::vector<float> v(t.numel());
-    b.tensor_read(t, v);
-    return v;
-}
-
-double normalized_error(const std::vector<float>& got, const std::vector<float>& want) {
-    if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double d = static_cast<double>(got[i]) - want[i];
-        diff += d * d;
-        norm += static_cast<double>(want[i]) * want[i];
-    }
-    if (std::isnan(diff)) return std::numeric_limits<double>::quiet_NaN();
-    return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
-constexpr Format kAllFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
-                                  Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
-
-using Run = std::function<std::vector<float>(Backend&)>;
-
-class Grid {
+class Grid : public CheckList {
 public:
-    Grid(Backend& b, Backend& ref) : b_(b), ref_(ref) {}
-    std::vector<OpCheck> take() { return std::move(out_); }
-
-    // Runs one case on b when it supports d; expected: the reference's output.
-    void check_case(const OpDesc& d, std::string shape, double tol, const Run& run,
-                    const std::vector<float>& expected) {
-        OpCheck c{d.op, d.format, std::move(shape), OpCheckStatus::pass, 0, tol, {}};
-        if (!b_.supports(d)) {
-            c.status = OpCheckStatus::fallback;
-        } else {
-            try {
-                c.error = normalized_error(run(b_), expected);
-                if (!(c.error <= tol)) c.status = OpCheckStatus::fail;
-            } catch (const std::exception& e) {
-                c.status = OpCheckStatus::fail;
-                c.note = e.what();
-            }
-        }
-        out_.push_back(std::move(c));
-    }
-    void check_same(const OpDesc& d, std::string shape, double tol, const Run& run) {
-        check_case(d, std::move(shape), tol, run, run(ref_));
-    }
+    using CheckList::CheckList;
 
     void matmul_cases() {
         struct S {
@@ -279,9 +215,12 @@ public:
             const auto layer = static_cast<int32_t>(f);
             std::vector<ExpertWeights> experts;
             for (int e = 0; e < n_experts; ++e)
-                experts.push_back({e, weight_random(f, d_ff, d_model, ++seed),
+                experts.push_back({e,
                                    weight_random(f, d_ff, d_model, ++seed),
-                                   weight_random(f, d_model, d_ff, ++seed), layer});
+                                   weight_random(f, d_ff, d_model, ++seed),
+                                   weight_random(f, d_model, d_ff, ++seed),
+                                   layer,
+                                   {}});
             for (int64_t n : {1, 5, 40}) {
                 const std::vector<float> x = random_normal(n * d_model, ++seed),
                                          y0 = random_normal(n * d_model, ++seed);
@@ -447,11 +386,6 @@ public:
                 });
         }
     }
-
-private:
-    Backend& b_;
-    Backend& ref_;
-    std::vector<OpCheck> out_;
 };
 
 }  // namespace
@@ -471,6 +405,7 @@ std::vector<OpCheck> op_test_backend(Backend& b, Backend& reference) {
     g.mla_cases();
     g.layer_norm_cases();
     g.dsa_cases();
+    recurrent_cases(g);
     return g.take();
 }
 

@@ -216,8 +216,9 @@ Routing Ops::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
 void Ops::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y) {
     if (experts.empty()) return;
     const Weight& g = experts.front().gate;
-    if (ran_native({OpKind::moe_experts, g.format(), g.rows(), g.cols(), x.rows(), &g},
-                   [&] { primary_.moe_experts(experts, r, x, y); }))
+    if (ran_native(
+            {OpKind::moe_experts, g.format(), g.rows(), g.cols(), x.rows(), &g, experts.front().act.kind},
+            [&] { primary_.moe_experts(experts, r, x, y); }))
         return;
     Tensor hy = to(cpu_, y);
     cpu_.moe_experts(experts, r, to(cpu_, x), hy);
@@ -291,6 +292,64 @@ Tensor Ops::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, 
     out = cpu_.tensor_new(q.rows(), s.top_k);
     cpu_.dsa_select(to(cpu_, q), to(cpu_, weights), to(cpu_, k), host, s, pos0, out);
     write_back(cache, host);
+    return to(primary_, out);
+}
+
+Tensor Ops::short_conv(const Tensor& x, const Weight& w, Tensor& state) {
+    Tensor out;
+    if (ran_native({OpKind::short_conv, w.format(), w.rows(), w.cols(), x.rows(), &w}, [&] {
+            out = primary_.tensor_new(x.rows(), x.cols());
+            primary_.short_conv(x, w, state, out);
+        }))
+        return out;
+    Tensor host = to(cpu_, state);
+    out = cpu_.tensor_new(x.rows(), x.cols());
+    cpu_.short_conv(to(cpu_, x), w, host, out);
+    write_back(state, host);
+    return to(primary_, out);
+}
+
+Tensor Ops::kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state) {
+    Tensor out;
+    if (ran_native({OpKind::kda, Format::f32, state.rows(), state.cols(), q.rows()}, [&] {
+            out = primary_.tensor_new(q.rows(), q.cols());
+            primary_.kda(q, k, v, g, beta, a_log, dt_bias, s, state, out);
+        }))
+        return out;
+    Tensor host = to(cpu_, state);
+    out = cpu_.tensor_new(q.rows(), q.cols());
+    cpu_.kda(to(cpu_, q), to(cpu_, k), to(cpu_, v), to(cpu_, g), to(cpu_, beta), a_log, dt_bias, s, host,
+             out);
+    write_back(state, host);
+    return to(primary_, out);
+}
+
+Tensor Ops::mul_sigmoid(const Tensor& a, const Tensor& b) {
+    Tensor out;
+    if (ran_native({OpKind::mul_sigmoid, Format::f32, a.rows(), a.cols(), a.rows()}, [&] {
+            out = primary_.tensor_new(a.rows(), a.cols());
+            primary_.mul_sigmoid(a, b, out);
+        }))
+        return out;
+    out = cpu_.tensor_new(a.rows(), a.cols());
+    cpu_.mul_sigmoid(to(cpu_, a), to(cpu_, b), out);
+    return to(primary_, out);
+}
+
+Tensor Ops::res_mix(std::span<const Tensor> entries, const Weight& w, float eps) {
+    check(!entries.empty(), "res_mix: no entries");
+    const int64_t n = entries.front().rows(), d = entries.front().cols();
+    Tensor out;
+    if (ran_native({OpKind::res_mix, w.format(), static_cast<int64_t>(entries.size()), d, n, &w}, [&] {
+            out = primary_.tensor_new(n, d);
+            primary_.res_mix(entries, w, eps, out);
+        }))
+        return out;
+    std::vector<Tensor> host;
+    for (const Tensor& e : entries) host.push_back(to(cpu_, e));
+    out = cpu_.tensor_new(n, d);
+    cpu_.res_mix(host, w, eps, out);
     return to(primary_, out);
 }
 

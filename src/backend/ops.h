@@ -60,7 +60,12 @@ public:
     Tensor layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps);  // [n, d]
     Tensor dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
                       const DsaShape& s,
-                      int64_t pos0);  // [n, top_k]
+                      int64_t pos0);                                     // [n, top_k]
+    Tensor short_conv(const Tensor& x, const Weight& w, Tensor& state);  // [n, C]
+    Tensor kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+               const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state);  // [n, H d]
+    Tensor mul_sigmoid(const Tensor& a, const Tensor& b);                                      // [n, d]
+    Tensor res_mix(std::span<const Tensor> entries, const Weight& w, float eps);               // [n, d]
 
 private:
     bool runs_native(const OpDesc& d);  // asks the backend and counts the answer

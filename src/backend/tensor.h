@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "backend/activations.h"
+#include "core/error.h"
 #include "formats/format.h"
 
 namespace coli {
@@ -24,6 +26,12 @@ public:
     int64_t numel() const { return rows_ * cols_; }
     bool empty() const { return storage_ == nullptr; }
     Backend* backend() const { return owner_; }
+
+    // The same storage viewed as [rows, cols] (same numel): row-major, so only the row split changes.
+    Tensor reshaped(int64_t rows, int64_t cols) const {
+        check(rows * cols == numel(), "reshape [{}, {}] to [{}, {}]", rows_, cols_, rows, cols);
+        return Tensor(owner_, rows, cols, storage_);
+    }
 
     // The owner's private handle to the storage (a float* on the CPU). For backends only.
     void* storage() const { return storage_.get(); }
@@ -55,13 +63,21 @@ struct Routing {
     std::vector<float> weights;    // [n_tokens, k]
 };
 
-// One routed expert's SwiGLU weights: down(silu(gate x) * up x).
+// The activation of a gated-linear-unit expert: act(gate x, up x) (kinds in activations.h).
+struct GluActivation {
+    GluKind kind = GluKind::silu;
+    float beta = 0;         // SiTU: b, the gate's tanh bound (activation_situ_beta)
+    float linear_beta = 0;  // SiTU: lb, the up projection's tanh bound (activation_situ_linear_beta)
+};
+
+// One routed expert's gated MLP weights: down(act(gate x, up x)).
 struct ExpertWeights {
     int32_t id = 0;      // expert index within its layer
     Weight gate;         // [d_ff, d_model]
     Weight up;           // [d_ff, d_model]
     Weight down;         // [d_model, d_ff]
     int32_t layer = -1;  // decoder layer; (layer, id) names the expert for device caches (-1: unknown)
+    GluActivation act;   // the gate activation
 };
 
 // The key/value cache of one attention layer: rows are positions. MLA layers keep the compressed form:
@@ -117,6 +133,13 @@ struct DsaShape {
     int top_k = 0;           // keys kept per query
     float scale = 0;         // on q . k before the ReLU (head_dim^-0.5)
     float weight_scale = 0;  // on the per-head weights (n_heads^-0.5)
+};
+
+// Kimi delta attention sizes and its forget-gate form (spec 5.1).
+struct KdaShape {
+    int n_heads = 0;
+    int head_dim = 0;            // dk = dv
+    float gate_lower_bound = 0;  // 0: g = -exp(A) softplus(z); < 0 (K3): g = bound sigmoid(exp(A) z)
 };
 
 // Sigmoid routing with a selection bias and group-limited choice (DeepSeek-V3 noaux_tc, spec 2.4).

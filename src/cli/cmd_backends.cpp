@@ -35,7 +35,7 @@ FamilyCell cell_of(const std::vector<OpUse>& uses, const BackendInfo& b) {
         for (Format f : u.formats)
             for (int64_t n : {kDecodeTokens, kPrefillTokens}) {
                 ++c.total;
-                const OpDesc d{u.op, f, u.rows, u.cols, n};
+                const OpDesc d{u.op, f, u.rows, u.cols, n, nullptr, u.glu};
                 if (b.support != nullptr && b.support(d))
                     ++c.native;
                 else

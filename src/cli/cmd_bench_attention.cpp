@@ -1,8 +1,8 @@
 // `coli bench-attention`: decode attention time per token against the context length, for DeepSeek's
 // absorbed MLA (one layer, 128 heads, kv_lora 512, rope 64, nope 128, v 128, bf16 kv_b) dense and with DSA
 // (the lightning indexer, 64 heads of 128, choosing 2048 keys, then MLA over those), on one backend. Median
-// of repetitions; each figure is one query token at the end of a context of the given length. Reported,
-// never asserted.
+// of repetitions; each figure is one query token (or --queries, a prefill chunk) at the end of a context of
+// the given length. Reported, never asserted.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +30,7 @@ struct BenchAttentionArgs {
     std::string backend = "cpu";
     std::string contexts = "1024,8192,32768";
     int reps = 3;
+    int64_t queries = 1;  // query tokens at the end of each context: 1 is decode, more a prefill chunk
     int threads = 0;
 };
 
@@ -62,11 +63,12 @@ void bench_attention(const BenchAttentionArgs& a) {
     ThreadPool& pool = own ? *own : default_pool();
     std::unique_ptr<Backend> b = backend_create(a.backend, pool);
     check(a.reps > 0, "--reps must be positive");
+    check(a.queries > 0, "--queries must be positive");
     std::vector<int64_t> contexts;
     std::stringstream ss(a.contexts);
     for (std::string item; std::getline(ss, item, ',');) {
         const int64_t c = std::stoll(item);
-        check(c > 0, "--contexts: {} is not a positive length", c);
+        check(c >= a.queries, "--contexts: {} is shorter than --queries {}", c, a.queries);
         contexts.push_back(c);
     }
     uint32_t seed = kSeed;
@@ -78,24 +80,23 @@ void bench_attention(const BenchAttentionArgs& a) {
     const DsaShape dsa{kIndexHeads, kIndexDim, kIndexTopK, 1.0f / std::sqrt(float(kIndexDim)),
                        1.0f / std::sqrt(float(kIndexHeads))};
 
-    fmt::print(
-        "decode attention, one layer, one query token at the end of the context: {} ({}), median of {}\n",
-        b->name(), b->description(), a.reps);
+    fmt::print("attention, one layer, {} query token(s) at the end of the context: {} ({}), median of {}\n",
+               a.queries, b->name(), b->description(), a.reps);
     fmt::print(
         "MLA: {} heads, kv_lora {}, rope {}, nope {}, v {}, kv_b bf16; DSA: {} indexer heads of {}, top {}\n",
         kHeads, kKvLora, kRope, kNope, kV, kIndexHeads, kIndexDim, kIndexTopK);
     fmt::print("{:>8} {:>12} {:>14} {:>12} {:>12} {:>12}\n", "context", "cache MB", "dense MLA ms",
                "DSA index ms", "sparse MLA ms", "DSA total ms");
     for (int64_t ctx : contexts) {
-        const int64_t pos0 = ctx - 1;
+        const int64_t n = a.queries, pos0 = ctx - n;
         KvCache cache{tensor_random(*b, ctx, kKvLora, seed), tensor_random(*b, ctx, kRope, seed)};
         Tensor index_keys = tensor_random(*b, ctx, kIndexDim, seed);
-        const Tensor q = tensor_random(*b, 1, int64_t{kHeads} * (kNope + kRope), seed);
-        const Tensor latent = tensor_random(*b, 1, kKvLora, seed), k_pe = tensor_random(*b, 1, kRope, seed);
-        const Tensor q_index = tensor_random(*b, 1, int64_t{kIndexHeads} * kIndexDim, seed);
-        const Tensor weights = tensor_random(*b, 1, kIndexHeads, seed),
-                     k_index = tensor_random(*b, 1, kIndexDim, seed);
-        Tensor out = b->tensor_new(1, int64_t{kHeads} * kV), selection = b->tensor_new(1, kIndexTopK);
+        const Tensor q = tensor_random(*b, n, int64_t{kHeads} * (kNope + kRope), seed);
+        const Tensor latent = tensor_random(*b, n, kKvLora, seed), k_pe = tensor_random(*b, n, kRope, seed);
+        const Tensor q_index = tensor_random(*b, n, int64_t{kIndexHeads} * kIndexDim, seed);
+        const Tensor weights = tensor_random(*b, n, kIndexHeads, seed),
+                     k_index = tensor_random(*b, n, kIndexDim, seed);
+        Tensor out = b->tensor_new(n, int64_t{kHeads} * kV), selection = b->tensor_new(n, kIndexTopK);
 
         const double dense = median_seconds(*b, a.reps, out, [&] {
             b->mla_attention(q, latent, k_pe, w_kvb, cache, mla, pos0, nullptr, out);
@@ -122,6 +123,8 @@ void cmd_bench_attention_add(CLI::App& app) {
     cmd->add_option("--backend,-b", a->backend, "Backend: cpu, cuda, ...")->capture_default_str();
     cmd->add_option("--contexts", a->contexts, "Context lengths, comma-separated")->capture_default_str();
     cmd->add_option("--reps", a->reps, "Repetitions (median reported)")->capture_default_str();
+    cmd->add_option("--queries", a->queries, "Query tokens at the end of each context (1: decode)")
+        ->capture_default_str();
     cmd->add_option("--threads,-t", a->threads, "CPU threads (0 = all cores)")->capture_default_str();
     cmd->callback([a] { bench_attention(*a); });
 }

@@ -70,6 +70,7 @@ struct OpUse {
     std::vector<Format> formats;  // weight formats it can meet (stored dtypes, --dense-bits); {f32} if none
     int64_t rows = 0, cols = 0;   // OpDesc rows / cols at the family's reference size
     std::string what;             // where in the forward ("q/k/v/o projections")
+    GluKind glu = GluKind::silu;  // moe_experts: the experts' activation
 };
 
 // The ops the named family uses; throws coli::Error for an unknown family.

@@ -152,11 +152,20 @@ Weight WeightLoader::table(const std::string& name) {
 Weight WeightLoader::vector(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
     check(t.shape.size() == 1, "tensor {} should be a vector, has {} dimensions", name, t.shape.size());
-    const Weight as_stored = weight_view_of(t, stored(t));
-    std::vector<float> f = weight_to_f32(as_stored.host);
-    EncodedWeight e{Format::f32, 1, t.shape[0], {}, {}};
-    e.data.resize(f.size() * sizeof(float));
-    std::copy_n(reinterpret_cast<const uint8_t*>(f.data()), e.data.size(), e.data.data());
+    return f32(floats(name), 1, t.shape[0]);
+}
+
+std::vector<float> WeightLoader::floats(const std::string& name) {
+    const TensorInfo& t = ckpt_.get(name);
+    return weight_to_f32(weight_view_of(t, stored(t)).host);
+}
+
+Weight WeightLoader::f32(std::vector<float> values, int64_t rows, int64_t cols) {
+    check(static_cast<int64_t>(values.size()) == rows * cols, "{} values for an f32 weight [{}, {}]",
+          values.size(), rows, cols);
+    EncodedWeight e{Format::f32, rows, cols, {}, {}};
+    e.data.resize(values.size() * sizeof(float));
+    std::copy_n(reinterpret_cast<const uint8_t*>(values.data()), e.data.size(), e.data.data());
     bytes_held_ += e.data.size();
     return ops_.weight(weight_owning(std::move(e)));
 }

@@ -46,6 +46,10 @@ public:
     Weight table(const std::string& name);
     // A vector (norm gains) as f32 [1, n]; exact for every float dtype.
     Weight vector(const std::string& name);
+    // A tensor's values decoded to f32 (any float dtype, any shape), for weights computed at load.
+    std::vector<float> floats(const std::string& name);
+    // An f32 weight [rows, cols] holding values (rows * cols of them), uploaded to the backend.
+    Weight f32(std::vector<float> values, int64_t rows, int64_t cols);
 
     uint64_t bytes_stored() const { return bytes_stored_; }  // checkpoint bytes of what was loaded
     uint64_t bytes_held() const { return bytes_held_; }      // bytes as held (after quantization)

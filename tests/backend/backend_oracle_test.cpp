@@ -16,7 +16,7 @@ constexpr double kLogitTolerance = 1e-3;  // max|diff| <= 1e-3 * max|logit|, as 
 
 const char* const kFixtures[] = {"olmoe_base",   "olmoe_gqa",   "olmoe_bf16",      "olmoe_sharded",
                                  "olmoe_clip",   "deepseek_v3", "deepseek_v3_noq", "deepseek_v3_fp8",
-                                 "deepseek_v32", "glm_moe_dsa"};
+                                 "deepseek_v32", "glm_moe_dsa", "kimi_linear",     "kimi_k3"};
 
 std::vector<std::string> device_backends() {
     std::vector<std::string> names;

@@ -62,6 +62,17 @@ public:
     Routing route_sigmoid_topk(const Tensor& l, const Weight& b, const SigmoidRouting& p) override {
         return inner_.route_sigmoid_topk(l, b, p);
     }
+    void short_conv(const Tensor& x, const Weight& w, Tensor& st, Tensor& o) override {
+        inner_.short_conv(x, w, st, o);
+    }
+    void kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& b,
+             const Weight& a, const Weight& dt, const KdaShape& s, Tensor& st, Tensor& o) override {
+        inner_.kda(q, k, v, g, b, a, dt, s, st, o);
+    }
+    void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& o) override { inner_.mul_sigmoid(a, b, o); }
+    void res_mix(std::span<const Tensor> e, const Weight& w, float eps, Tensor& o) override {
+        inner_.res_mix(e, w, eps, o);
+    }
 
 private:
     CpuBackend inner_;

@@ -16,7 +16,7 @@ constexpr double kLogitTolerance = 1e-3;  // max|diff| <= 1e-3 * max|logit| on t
 // The transformers fixtures, and the bundled demo model (trained, bf16; tools/train_demo_model.py).
 const char* const kFixtures[] = {"olmoe_base",      "olmoe_gqa",    "olmoe_bf16",  "olmoe_sharded",
                                  "olmoe_clip",      "models/demo",  "deepseek_v3", "deepseek_v3_noq",
-                                 "deepseek_v3_fp8", "deepseek_v32", "glm_moe_dsa"};
+                                 "deepseek_v3_fp8", "deepseek_v32", "glm_moe_dsa", "kimi_linear", "kimi_k3"};
 
 EngineOptions options_for(const test::Fixture& fx, int expert_cache) {
     EngineOptions o;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/activations.h"
 #include "backend/cpu/cpu_tensor.h"
 #include "core/thread_pool.h"
 
@@ -107,6 +108,43 @@ void CpuBackend::layer_norm(const Tensor& x, const Weight& w, const Weight& b, f
         const float inv = 1.0f / std::sqrt(var / static_cast<float>(d) + eps);
         float* o = row(out, r);
         for (int64_t i = 0; i < d; ++i) o[i] = (v[i] - mean) * inv * gain[i] + bias[i];
+    }
+}
+
+void CpuBackend::mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) {
+    check_shape(b, a.rows(), a.cols(), "mul_sigmoid b");
+    check_shape(out, a.rows(), a.cols(), "mul_sigmoid out");
+    const float *pa = data(a), *pb = data(b);
+    float* po = data(out);
+    for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] * sigmoid(pb[i]);
+}
+
+void CpuBackend::res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) {
+    res_mix_args_check(entries, w, out);
+    const int64_t d = out.cols();
+    const auto m = static_cast<int64_t>(entries.size());
+    const auto* wt = static_cast<const float*>(w.host.data);
+    std::vector<float> score(m);
+    for (int64_t t = 0; t < out.rows(); ++t) {
+        for (int64_t e = 0; e < m; ++e) {
+            const float* v = row(entries[e], t);
+            float sum_sq = 0, dot = 0;
+            for (int64_t i = 0; i < d; ++i) {
+                sum_sq += v[i] * v[i];
+                dot += v[i] * wt[i];
+            }
+            score[e] = dot / std::sqrt(sum_sq / static_cast<float>(d) + eps);
+        }
+        const float top = *std::max_element(score.begin(), score.end());
+        float total = 0;
+        for (float& sc : score) total += sc = std::exp(sc - top);
+        float* o = row(out, t);
+        std::fill(o, o + d, 0.0f);
+        for (int64_t e = 0; e < m; ++e) {
+            const float p = score[e] / total;
+            const float* v = row(entries[e], t);
+            for (int64_t i = 0; i < d; ++i) o[i] += p * v[i];
+        }
     }
 }
 

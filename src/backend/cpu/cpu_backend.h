@@ -40,6 +40,12 @@ public:
     void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) override;
     void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache, const DsaShape& s,
                     int64_t pos0, Tensor& out) override;
+    void short_conv(const Tensor& x, const Weight& w, Tensor& state, Tensor& out) override;
+    void kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+             const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state,
+             Tensor& out) override;
+    void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
+    void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
 
 private:
     ThreadPool& pool_;

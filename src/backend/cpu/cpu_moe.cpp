@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/activations.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_tensor.h"
 #include "core/thread_pool.h"
@@ -68,7 +69,7 @@ void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routi
         coli::matmul(e.gate.host, xs.data(), m, gate.data(), pool_);  // [m, d_ff]
         coli::matmul(e.up.host, xs.data(), m, up.data(), pool_);      // [m, d_ff]
         for (int64_t i = 0; i < m * d_ff; ++i)
-            gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];   // SwiGLU
+            gate[i] = glu(e.act.kind, e.act.beta, e.act.linear_beta, gate[i], up[i]);
         coli::matmul(e.down.host, gate.data(), m, out.data(), pool_);  // [m, d_model]
         for (int64_t i = 0; i < m; ++i) {
             float* yt = row(y, tokens[i]);

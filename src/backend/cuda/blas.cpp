@@ -30,6 +30,7 @@ BlasApi load() {
     resolve(lib, "cublasSetStream_v2", api.set_stream);
     resolve(lib, "cublasSetMathMode", api.set_math_mode);
     resolve(lib, "cublasSgemm_v2", api.sgemm);
+    resolve(lib, "cublasSgemmStridedBatched", api.sgemm_strided_batched);
     resolve(lib, "cublasGemmEx", api.gemm_ex);
     resolve(lib, "cublasGetStatusString", api.status_text);
     return api;  // the library stays loaded for the life of the process

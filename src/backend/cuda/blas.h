@@ -14,13 +14,14 @@ using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOpe
 
 // The cuBLAS entry points the backend uses.
 struct BlasApi {
-    decltype(&cublasCreate_v2) create;             // cublasCreate
-    decltype(&cublasDestroy_v2) destroy;           // cublasDestroy
-    decltype(&cublasSetStream_v2) set_stream;      // cublasSetStream
-    decltype(&cublasSetMathMode) set_math_mode;    // cublasSetMathMode
-    decltype(&cublasSgemm_v2) sgemm;               // cublasSgemm
-    GemmExFn gemm_ex;                              // cublasGemmEx
-    decltype(&cublasGetStatusString) status_text;  // cublasGetStatusString
+    decltype(&cublasCreate_v2) create;                           // cublasCreate
+    decltype(&cublasDestroy_v2) destroy;                         // cublasDestroy
+    decltype(&cublasSetStream_v2) set_stream;                    // cublasSetStream
+    decltype(&cublasSetMathMode) set_math_mode;                  // cublasSetMathMode
+    decltype(&cublasSgemm_v2) sgemm;                             // cublasSgemm
+    decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;  // cublasSgemmStridedBatched
+    GemmExFn gemm_ex;                                            // cublasGemmEx
+    decltype(&cublasGetStatusString) status_text;                // cublasGetStatusString
 };
 
 // Loads libcublas on first use; throws coli::Error naming the library and dlerror() when it is missing.

@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/mla_attend.h"
 #include "backend/cuda/support.h"
 #include "core/error.h"
 #include "core/log.h"
 
 namespace coli {
 
+using cuda::check_owner;
 using cuda::cuda_check;
+using cuda::dev;
 
 namespace {
 
@@ -23,18 +26,8 @@ constexpr double kBytesPerGB = 1e9;
 constexpr double kBytesPerMB = 1e6;
 constexpr int kHeadDimBound = 512;                     // head_dim the attention smem check allows for
 constexpr int kMlaLatentBound = 1024;                  // kv_lora + rope_dim the MLA smem check allows for
+constexpr int kDsaHeadDimMultiple = 4;                 // the DSA scoring kernel reads float4s
 constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";  // comma-separated op names that fail on purpose
-
-float* dev(Tensor& t) {
-    return static_cast<float*>(t.storage());
-}
-const float* dev(const Tensor& t) {
-    return static_cast<const float*>(t.storage());
-}
-
-void check_owner(const Tensor& t, const Backend* b, const char* what) {
-    check(t.backend() == b, "cuda {}: the tensor is held by another backend", what);
-}
 
 }  // namespace
 
@@ -107,7 +100,8 @@ std::string CudaBackend::stats() const {
 bool CudaBackend::supports(const OpDesc& d) const {
     if (!cuda_supports(d)) return false;
     const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
-                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention;
+                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention ||
+                              d.op == OpKind::short_conv || d.op == OpKind::res_mix;
     if (dense_weight && d.weight != nullptr && d.weight->device == nullptr) return false;  // left on the host
     if (d.op == OpKind::attention &&
         cuda::attention_smem_bytes(d.rows, kHeadDimBound) > ctx_->props.sharedMemPerBlockOptin)
@@ -308,9 +302,17 @@ void CudaBackend::mla_attention(const Tensor& q, const Tensor& latent, const Ten
                "rope-key cache write");
     cuda::Scratch<float> q_abs(ctx_, n * s.n_heads * s.kv_lora), mixed(ctx_, n * s.n_heads * s.kv_lora);
     const cuda::MlaArgs a{s.n_heads, s.nope_dim, s.rope_dim, s.v_dim, s.kv_lora, s.scale};
-    cuda::mla_attention(dev(q), dev(cache.k), dev(cache.v), resident(w_kvb, "mla_attention"), n, pos0,
-                        selection ? dev(*selection) : nullptr, selection ? selection->cols() : 0, a,
-                        q_abs.get(), mixed.get(), dev(out), ctx_->compute);
+    const cuda::DeviceWeight& w = resident(w_kvb, "mla_attention");
+    cuda::mla_absorb(dev(q), w, n, a, q_abs.get(), ctx_->compute);
+    const cuda::MlaAttendIo io{dev(q),
+                               q_abs.get(),
+                               dev(cache.k),
+                               dev(cache.v),
+                               selection ? dev(*selection) : nullptr,
+                               selection ? selection->cols() : 0,
+                               mixed.get()};
+    cuda::mla_attend(ctx_, io, n, pos0, a);
+    cuda::mla_output(mixed.get(), w, n, a, dev(out), ctx_->compute);
 }
 
 Routing CudaBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
@@ -338,23 +340,21 @@ void CudaBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tenso
     dsa_args_check(q, weights, k, cache, s, pos0, out);
     for (const Tensor* t : {&q, &weights, &k, static_cast<const Tensor*>(&cache)})
         check_owner(*t, this, "dsa_select");
+    check_owner(out, this, "dsa_select out");
     const int64_t n = q.rows(), total = pos0 + n;
     cuda_check(cudaMemcpyAsync(dev(cache) + pos0 * s.head_dim, dev(k), k.numel() * sizeof(float),
                                cudaMemcpyDeviceToDevice, ctx_->compute),
                "indexer key cache write");
-    // Scores on the device; the top-k of each row on the host (n x context floats cross), by the rule every
-    // backend shares.
+    check(s.top_k <= kCudaDsaMaxTopK, "cuda dsa_select: top_k {} is larger than {}", s.top_k,
+          kCudaDsaMaxTopK);
+    const cuda::DsaArgs a{s.n_heads, s.head_dim, s.scale, s.weight_scale};
+    check(s.head_dim % kDsaHeadDimMultiple == 0 &&
+              cuda::dsa_scores_smem_bytes(a) <= ctx_->props.sharedMemPerBlockOptin,
+          "cuda dsa_select: {} heads of {} do not fit the scoring kernel", s.n_heads, s.head_dim);
+    // Scores and their top-k on the device: only the selection leaves the kernels.
     cuda::Scratch<float> scores(ctx_, n * total);
-    cuda::dsa_scores(dev(q), dev(weights), dev(cache), n, pos0,
-                     {s.n_heads, s.head_dim, s.scale, s.weight_scale}, scores.get(), ctx_->compute);
-    std::vector<float> host(n * total), picked(n * s.top_k);
-    cuda_check(cudaMemcpyAsync(host.data(), scores.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                               ctx_->compute),
-               "index scores");
-    cuda_check(cudaStreamSynchronize(ctx_->compute), "index scores");
-    for (int64_t i = 0; i < n; ++i)
-        dsa_topk_row(&host[i * total], pos0 + i + 1, s.top_k, &picked[i * s.top_k]);
-    tensor_write(out, picked);
+    cuda::dsa_scores(dev(q), dev(weights), dev(cache), n, pos0, a, scores.get(), ctx_->compute);
+    cuda::dsa_topk(scores.get(), n, total, pos0, s.top_k, dev(out), ctx_->compute);
 }
 
 }  // namespace coli

@@ -18,10 +18,25 @@
 #include "backend/cuda/context.h"
 #include "backend/cuda/expert_tier.h"
 #include "backend/cuda/kernels.h"
+#include "core/error.h"
 
 namespace coli {
 
 struct ExpertPlan;  // moe.cpp
+
+namespace cuda {
+// A tensor's device memory.
+inline float* dev(Tensor& t) {
+    return static_cast<float*>(t.storage());
+}
+inline const float* dev(const Tensor& t) {
+    return static_cast<const float*>(t.storage());
+}
+// Throws unless t is held by backend b (a tensor of another backend is not device memory).
+inline void check_owner(const Tensor& t, const Backend* b, const char* what) {
+    check(t.backend() == b, "cuda {}: the tensor is held by another backend", what);
+}
+}  // namespace cuda
 
 // Device memory kept free for activations, KV caches, scratch and cuBLAS when --vram-gb is not given.
 inline constexpr uint64_t kCudaVramReserve = 4ull << 30;
@@ -65,6 +80,12 @@ public:
     void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) override;
     void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache, const DsaShape& s,
                     int64_t pos0, Tensor& out) override;
+    void short_conv(const Tensor& x, const Weight& w, Tensor& state, Tensor& out) override;
+    void kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+             const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state,
+             Tensor& out) override;
+    void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
+    void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
 
     // y = x w^T on device memory, choosing GEMV or GEMM by n (matmul.cpp).     x: [n, w.cols]; y: [n, w.rows]
     void matmul_device(const cuda::DeviceWeight& w, const float* x, int64_t n, float* y);

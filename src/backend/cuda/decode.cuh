@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/kernels.h"
 
@@ -91,6 +92,36 @@ __device__ __forceinline__ float decode_at(const DeviceWeight& w, int64_t r, int
         }
     }
     return 0.0f;
+}
+
+// decode_at with the format fixed at compile time: straight-line code, so that the loads of an unrolled loop
+// are in flight together instead of each waiting behind the format's branch.
+template <Format F>
+__device__ __forceinline__ float decode_as(const DeviceWeight& w, int64_t r, int64_t c) {
+    DeviceWeight fixed = w;
+    fixed.format = F;
+    return decode_at(fixed, r, c);
+}
+
+// Calls f with the format as a compile-time constant.
+template <typename Fn>
+void format_dispatch(Format f, Fn&& fn) {
+    switch (f) {
+        case Format::f32:
+            return fn(std::integral_constant<Format, Format::f32>{});
+        case Format::bf16:
+            return fn(std::integral_constant<Format, Format::bf16>{});
+        case Format::f16:
+            return fn(std::integral_constant<Format, Format::f16>{});
+        case Format::int8_row:
+            return fn(std::integral_constant<Format, Format::int8_row>{});
+        case Format::int4_g64:
+            return fn(std::integral_constant<Format, Format::int4_g64>{});
+        case Format::mxfp4:
+            return fn(std::integral_constant<Format, Format::mxfp4>{});
+        case Format::fp8_e4m3_block:
+            return fn(std::integral_constant<Format, Format::fp8_e4m3_block>{});
+    }
 }
 
 }  // namespace coli::cuda

@@ -2,6 +2,8 @@
 // weighted scatter-add steps of the routed experts. All in f32, in the CPU backend's operation order.
 #include "backend/cuda/decode.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/limits.h"
+#include "core/error.h"
 
 namespace coli::cuda {
 namespace {
@@ -99,10 +101,50 @@ __global__ void gather_kernel(const float* __restrict__ x, int64_t d, const int3
 }
 
 // out may alias gate (in place).
-__global__ void swiglu_kernel(const float* gate, const float* __restrict__ up, int64_t count, float* out) {
-    COLI_GRID_STRIDE(i, count) {
-        const float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+__global__ void glu_kernel(const float* gate, const float* __restrict__ up, int64_t count, GluArgs act,
+                           float* out) {
+    COLI_GRID_STRIDE(i, count) out[i] = coli::glu(act.kind, act.beta, act.linear_beta, gate[i], up[i]);
+}
+
+__global__ void mul_sigmoid_kernel(const float* __restrict__ a, const float* __restrict__ b, int64_t count,
+                                   float* __restrict__ out) {
+    COLI_GRID_STRIDE(i, count) out[i] = a[i] * coli::sigmoid(b[i]);
+}
+
+// The entries of one res_mix call, passed by value (kernel parameter space).
+struct ResMixEntries {
+    const float* rows[kCudaResMixMaxEntries];  // [n, d] each
+};
+
+// One block per token: each entry's normalized score, their softmax, the mix (entries in order, as the CPU).
+__global__ void res_mix_kernel(ResMixEntries e, int m, const float* __restrict__ w, float eps, int64_t d,
+                               float* __restrict__ out) {
+    __shared__ float partial[kThreads / kWarp];
+    __shared__ float p[kCudaResMixMaxEntries];
+    const int64_t t = blockIdx.x;
+    for (int j = 0; j < m; ++j) {
+        const float* v = e.rows[j] + t * d;
+        float sum_sq = 0.0f, dot = 0.0f;
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+            sum_sq = fmaf(v[i], v[i], sum_sq);
+            dot = fmaf(v[i], w[i], dot);
+        }
+        sum_sq = block_sum(sum_sq, partial);
+        dot = block_sum(dot, partial);
+        if (threadIdx.x == 0) p[j] = dot / sqrtf(sum_sq / static_cast<float>(d) + eps);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float top = p[0], total = 0.0f;
+        for (int j = 1; j < m; ++j) top = fmaxf(top, p[j]);
+        for (int j = 0; j < m; ++j) total += p[j] = expf(p[j] - top);
+        for (int j = 0; j < m; ++j) p[j] /= total;
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        float o = 0.0f;
+        for (int j = 0; j < m; ++j) o = fmaf(p[j], e.rows[j][t * d + i], o);
+        out[t * d + i] = o;
     }
 }
 
@@ -177,10 +219,27 @@ void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t m, floa
     cuda_check(cudaGetLastError(), "gather launch");
 }
 
-void swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s) {
+void glu(const float* gate, const float* up, int64_t count, const GluArgs& act, float* out, cudaStream_t s) {
     if (count == 0) return;
-    swiglu_kernel<<<grid_for(count), kThreads, 0, s>>>(gate, up, count, out);
-    cuda_check(cudaGetLastError(), "swiglu launch");
+    glu_kernel<<<grid_for(count), kThreads, 0, s>>>(gate, up, count, act, out);
+    cuda_check(cudaGetLastError(), "glu launch");
+}
+
+void mul_sigmoid(const float* a, const float* b, int64_t count, float* out, cudaStream_t s) {
+    if (count == 0) return;
+    mul_sigmoid_kernel<<<grid_for(count), kThreads, 0, s>>>(a, b, count, out);
+    cuda_check(cudaGetLastError(), "mul_sigmoid launch");
+}
+
+void res_mix(const float* const* entries, int m, const float* w, float eps, int64_t n, int64_t d, float* out,
+             cudaStream_t s) {
+    check(m > 0 && m <= kCudaResMixMaxEntries, "cuda res_mix: {} entries (at most {})", m,
+          kCudaResMixMaxEntries);
+    if (n * d == 0) return;
+    ResMixEntries e{};
+    for (int j = 0; j < m; ++j) e.rows[j] = entries[j];
+    res_mix_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(e, m, w, eps, d, out);
+    cuda_check(cudaGetLastError(), "res_mix launch");
 }
 
 void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* gains, int64_t m, float* y,

@@ -242,27 +242,6 @@ __global__ void __launch_bounds__(kGemvThreads)
     }
 }
 
-// Calls f with the format as a compile-time constant.
-template <typename Fn>
-void format_dispatch(Format f, Fn&& fn) {
-    switch (f) {
-        case Format::f32:
-            return fn(std::integral_constant<Format, Format::f32>{});
-        case Format::bf16:
-            return fn(std::integral_constant<Format, Format::bf16>{});
-        case Format::f16:
-            return fn(std::integral_constant<Format, Format::f16>{});
-        case Format::int8_row:
-            return fn(std::integral_constant<Format, Format::int8_row>{});
-        case Format::int4_g64:
-            return fn(std::integral_constant<Format, Format::int4_g64>{});
-        case Format::mxfp4:
-            return fn(std::integral_constant<Format, Format::mxfp4>{});
-        case Format::fp8_e4m3_block:
-            return fn(std::integral_constant<Format, Format::fp8_e4m3_block>{});
-    }
-}
-
 // Calls f with the smallest token-group size NT >= n as a compile-time constant.
 template <typename Fn>
 void tokens_dispatch(int n, Fn&& fn) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "backend/activations.h"
 #include "formats/format.h"
 
 namespace coli::cuda {
@@ -77,28 +78,46 @@ size_t attention_smem_bytes(int64_t n_keys, int head_dim);
 void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n, int64_t pos0,
                const AttentionArgs& a, float* out, cudaStream_t s);
 
-// Absorbed multi-head latent attention (backend.h mla_attention), any context length, kv_lora up to
-// kCudaMlaMaxLatent; the cache rows of the new tokens are already written. q_abs, mixed: scratch [n, n_heads,
-// kv_lora].       q: [n, H (dn + dr)]; out: [n, H dv]
+// The kernels of absorbed multi-head latent attention (backend.h mla_attention; mla_attend.cpp runs them
+// with the cuBLAS products).       q: [n, H (dn + dr)]; q_abs, mixed: [n, H, kv_lora]; out: [n, H dv]
 struct MlaArgs {
     int n_heads, nope_dim, rope_dim, v_dim;  // MlaShape
     int64_t kv_lora;
     float scale;  // softmax scale
 };
-// selection: null (every causal key) or [n, sel_cols] key positions, -1 for none.
-void mla_attention(const float* q, const float* latents, const float* rope_keys, const DeviceWeight& w_kvb,
-                   int64_t n, int64_t pos0, const float* selection, int64_t sel_cols, const MlaArgs& a,
-                   float* q_abs, float* mixed, float* out, cudaStream_t s);
+// q_abs[i][h] = W_UK[h]^T q_nope[i][h], W_UK[h] the rows [h (dn + dv), + dn) of w_kvb.
+void mla_absorb(const float* q, const DeviceWeight& w_kvb, int64_t n, const MlaArgs& a, float* q_abs,
+                cudaStream_t s);
+// Row j of query i's selection (a key position, -1 for none) copied to row (i, j) of latent_rows and
+// rope_rows, zeros for -1.   selection: [n, sel_cols]; latent_rows: [n, sel_cols, kv_lora]; rope_rows: [n,
+// sel_cols, rope_dim]
+void mla_gather(const float* latents, const float* rope_keys, const float* selection, int64_t n,
+                int64_t sel_cols, const MlaArgs& a, float* latent_rows, float* rope_rows, cudaStream_t s);
+// Softmax in place over each row (query q, head h) of scores [n, n_heads, keys], masking key j when
+// selection (row q of [n, keys]) holds -1 there, or without selection when j > causal0 + q.
+void mla_softmax(float* scores, int64_t n, int n_heads, int64_t keys, int64_t causal0, const float* selection,
+                 cudaStream_t s);
+// out[k] = sum over c < chunks of parts[c][k], in chunk order.                parts: [chunks, count]
+void sum_chunks(const float* parts, int64_t chunks, int64_t count, float* out, cudaStream_t s);
+// out[i][h] = W_UV[h] mixed[i][h], W_UV[h] the rows [h (dn + dv) + dn, + dv) of w_kvb.
+void mla_output(const float* mixed, const DeviceWeight& w_kvb, int64_t n, const MlaArgs& a, float* out,
+                cudaStream_t s);
 
 // DSA index scores (backend.h dsa_select) of keys [0, pos0 + i] for query i into row i of scores
-// [n, pos0 + n]; the keys of the new tokens are already in the cache.   q: [n, heads * dim]; weights: [n,
-// heads]
+// [n, pos0 + n]; the keys of the new tokens are already in the cache; head_dim a multiple of 4.
+//   q: [n, heads * dim]; weights: [n, heads]
 struct DsaArgs {
     int n_heads, head_dim;
     float scale, weight_scale;  // DsaShape
 };
 void dsa_scores(const float* q, const float* weights, const float* keys, int64_t n, int64_t pos0,
                 const DsaArgs& a, float* scores, cudaStream_t s);
+// Shared memory one dsa_scores block needs, in bytes.
+size_t dsa_scores_smem_bytes(const DsaArgs& a);
+// Row i of out = dsa_topk_row(row i of scores, pos0 + i + 1, top_k), top_k <= kCudaDsaMaxTopK.
+//   scores: [n, total]; out: [n, top_k]
+void dsa_topk(const float* scores, int64_t n, int64_t total, int64_t pos0, int top_k, float* out,
+              cudaStream_t s);
 
 // Softmax over each row, top k (ties to the lower id), optionally renormalized.  logits: [n, n_experts]
 void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k, bool renormalize,
@@ -106,8 +125,33 @@ void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k
 
 // out[i] = x[rows[i]].                                                      x: [*, d]; out: [m, d]
 void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t m, float* out, cudaStream_t s);
-// out = silu(gate) * up.
-void swiglu(const float* gate, const float* up, int64_t count, float* out, cudaStream_t s);
+// A gated-linear-unit activation (backend/activations.h glu).
+struct GluArgs {
+    GluKind kind;       // silu or situ
+    float beta;         // situ: the gate's tanh bound
+    float linear_beta;  // situ: the up projection's tanh bound
+};
+// out = act(gate, up), elementwise; out may alias gate.
+void glu(const float* gate, const float* up, int64_t count, const GluArgs& act, float* out, cudaStream_t s);
+// out = a * sigmoid(b), elementwise.
+void mul_sigmoid(const float* a, const float* b, int64_t count, float* out, cudaStream_t s);
+// Attention residuals (backend.h res_mix) of m entries, each [n, d] on the device.      w: [d]; out: [n, d]
+void res_mix(const float* const* entries, int m, const float* w, float eps, int64_t n, int64_t d, float* out,
+             cudaStream_t s);
+
+// KDA's causal depthwise convolution then SiLU (backend.h short_conv), the state advanced in place.
+//                                                          x, out: [n, c]; w: [c, k]; state: [k - 1, c]
+void short_conv(const float* x, const float* w, int k, int64_t n, int64_t c, float* state, float* out,
+                cudaStream_t s);
+// The Kimi delta rule (backend.h kda) over n tokens from state (updated in place); head_dim one of
+// kCudaKdaHeadDims.     q, k, v, g, out: [n, H d]; beta: [n, H]; a_log: [H]; dt_bias: [H d]; state: [H d, d]
+struct KdaArgs {
+    int n_heads, head_dim;   // KdaShape
+    float gate_lower_bound;  // 0: softplus gate
+};
+void kda(const float* q, const float* k, const float* v, const float* g, const float* beta,
+         const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state, float* out,
+         cudaStream_t s);
 // y[rows[i]] += src[i] * gains[i].                                          src: [m, d]; y: [*, d]
 void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* gains, int64_t m, float* y,
                  cudaStream_t s);

@@ -19,7 +19,17 @@ inline constexpr int64_t kCudaAttentionMaxKeys = 200 * 1024 / 4;
 // The router kernel keeps one token's probabilities in shared memory.
 inline constexpr int64_t kCudaRouteMaxExperts = 16384;
 
-// Widest MLA latent (kv_lora_rank) the MLA kernel accumulates per block (DeepSeek, GLM, Kimi: 512).
+// Largest DSA top_k the device selection sorts in one block's shared memory (DeepSeek V3.2, GLM: 2048).
+inline constexpr int kCudaDsaMaxTopK = 4096;
+
+// Widest MLA latent (kv_lora_rank) the MLA output kernel holds in shared memory (DeepSeek, GLM, Kimi: 512).
 inline constexpr int64_t kCudaMlaMaxLatent = 1024;
+
+// KDA head sizes the recurrent kernel is compiled for (each thread keeps one state column in registers).
+inline constexpr int kCudaKdaHeadDims[] = {16, 32, 64, 128};
+// Longest short convolution (KDA: 4); each thread keeps its channel's window in registers.
+inline constexpr int kCudaConvMaxKernel = 8;
+// Most entries one res_mix call mixes (K3: 8 block snapshots and the running sum).
+inline constexpr int kCudaResMixMaxEntries = 16;
 
 }  // namespace coli

@@ -1,115 +1,104 @@
-// Absorbed multi-head latent attention (backend.h mla_attention) in three kernels, f32 throughout:
-//   mla_absorb   q_abs[i][h] = W_UK[h]^T q_nope[i][h]                      block (i, h), thread per column
-//   mla_attend   scores over the latent + rope-key cache, softmax, mixed = sum_s p(s) latent(s)
-//                (one block per (h, i); keys in tiles with a running max and sum, so any context fits)
-//   mla_output   out[i][h] = W_UV[h] mixed[i][h]                          block (i, h), warp per row
-// and the scoring half of the DSA indexer (dsa_scores), whose top-k the backend takes on the host.
-// W_UK[h] and W_UV[h] are rows of w_kvb, decoded element by element in any weight format.
-#include <cfloat>
+// The kernels of absorbed multi-head latent attention (backend.h mla_attention) around the two cuBLAS
+// products that mla_attend.cpp runs, f32 throughout:
+//   mla_absorb   q_abs[i][h] = W_UK[h]^T q_nope[i][h]        block (i h, column tile), rows split in groups
+//   mla_gather   the latent and rope-key rows of DSA's selection, contiguous per query (zeros for -1)
+//   mla_softmax  masked softmax over each (query, head) row of scores: causal, or the selection's slots
+//   sum_chunks   the split-K partial mixes added in chunk order
+//   mla_output   out[i][h] = W_UV[h] mixed[i][h]                block (i, h, row tile), warp per row
+// W_UK[h] and W_UV[h] are rows of w_kvb, decoded element by element in any weight format (one kernel each).
+#include <algorithm>
+#include <cmath>
 
 #include "backend/cuda/decode.cuh"
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/limits.h"
 #include "backend/cuda/reduce.cuh"
 
 namespace coli::cuda {
 namespace {
 
-constexpr int kThreads = 256;  // threads per block of every MLA kernel
-constexpr int kKeyTile = 512;  // keys scored per step of mla_attend
-// Latent columns one mla_attend thread accumulates: kv_lora up to kThreads * this (kCudaMlaMaxLatent).
-constexpr int kMaxColsPerThread = kCudaMlaMaxLatent / kThreads;
+constexpr int kThreads = 256;                          // threads per block of the other MLA kernels
+constexpr int kAbsorbCols = 16;                        // latent columns per mla_absorb block
+constexpr int kAbsorbGroups = kThreads / kAbsorbCols;  // row groups per column: more loads in flight
+constexpr int kSoftmaxThreads = 1024;          // threads per softmax row: decode has only one row per head
+constexpr int kGatherThreads = 128;            // threads per gathered key row
+constexpr int kSumBlocks = 1024;               // grid of sum_chunks (grid-stride)
+constexpr int kUnroll = 4;                     // weight loads of a thread in flight together
+constexpr int kOutputRows = kThreads / kWarp;  // W_UV rows per mla_output block: more blocks in flight
 
+template <Format F>
 __global__ void __launch_bounds__(kThreads)
-    mla_absorb(const float* __restrict__ q, DeviceWeight w, MlaArgs a, float* __restrict__ q_abs) {
+    mla_absorb_kernel(const float* __restrict__ q, DeviceWeight w, MlaArgs a, float* __restrict__ q_abs) {
     extern __shared__ float q_nope[];  // [nope_dim]
-    const int h = blockIdx.y;
-    const int64_t i = blockIdx.x, q_width = static_cast<int64_t>(a.n_heads) * (a.nope_dim + a.rope_dim);
+    __shared__ float partial[kAbsorbGroups][kAbsorbCols];
+    const int64_t ih = blockIdx.x, i = ih / a.n_heads;
+    const int h = static_cast<int>(ih % a.n_heads);
+    const int64_t q_width = static_cast<int64_t>(a.n_heads) * (a.nope_dim + a.rope_dim);
     for (int j = threadIdx.x; j < a.nope_dim; j += kThreads)
         q_nope[j] = q[i * q_width + h * (a.nope_dim + a.rope_dim) + j];
     __syncthreads();
+    const int group = threadIdx.x / kAbsorbCols, col = threadIdx.x % kAbsorbCols;
+    const int64_t c = static_cast<int64_t>(blockIdx.y) * kAbsorbCols + col;
     const int64_t row0 = static_cast<int64_t>(h) * (a.nope_dim + a.v_dim);
-    for (int64_t c = threadIdx.x; c < a.kv_lora; c += kThreads) {
-        float sum = 0.0f;
-        for (int j = 0; j < a.nope_dim; ++j) sum = fmaf(q_nope[j], decode_at(w, row0 + j, c), sum);
-        q_abs[(i * a.n_heads + h) * a.kv_lora + c] = sum;
-    }
-}
-
-__global__ void __launch_bounds__(kThreads)
-    mla_attend(const float* __restrict__ q, const float* __restrict__ q_abs,
-               const float* __restrict__ latents, const float* __restrict__ rope_keys, int64_t pos0,
-               const float* __restrict__ selection, int64_t sel_cols, MlaArgs a, float* __restrict__ mixed) {
-    extern __shared__ float smem[];
-    __shared__ float partial[kThreads / kWarp];
-    const int h = blockIdx.x;
-    const int64_t i = blockIdx.y;
-    // Keys: every position up to this query's (causal), or the row of DSA's selection (-1: none).
-    const int64_t n_keys = selection ? sel_cols : pos0 + i + 1;
-    const float* sel = selection ? selection + i * sel_cols : nullptr;
-    const int64_t q_width = static_cast<int64_t>(a.n_heads) * (a.nope_dim + a.rope_dim);
-    float* qa = smem;                 // [kv_lora]: absorbed query
-    float* qp = smem + a.kv_lora;     // [rope_dim]: rope part of the query
-    float* scores = qp + a.rope_dim;  // [kKeyTile]
-    const float* qa_src = q_abs + (i * a.n_heads + h) * a.kv_lora;
-    for (int64_t c = threadIdx.x; c < a.kv_lora; c += kThreads) qa[c] = qa_src[c];
-    for (int d = threadIdx.x; d < a.rope_dim; d += kThreads)
-        qp[d] = q[i * q_width + h * (a.nope_dim + a.rope_dim) + a.nope_dim + d];
+    float sum = 0.0f;
+    if (c < a.kv_lora)
+#pragma unroll kUnroll
+        for (int j = group; j < a.nope_dim; j += kAbsorbGroups)
+            sum = fmaf(q_nope[j], decode_as<F>(w, row0 + j, c), sum);
+    partial[group][col] = sum;
     __syncthreads();
-
-    // Thread t accumulates columns t, t + kThreads, ... of the mix, rescaled whenever the running max grows.
-    float acc[kMaxColsPerThread] = {};
-    float run_max = -FLT_MAX, run_sum = 0.0f;
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    for (int64_t t0 = 0; t0 < n_keys; t0 += kKeyTile) {
-        const int64_t tile = n_keys - t0 < kKeyTile ? n_keys - t0 : kKeyTile;
-        float local_max = -FLT_MAX;
-        for (int64_t j = warp; j < tile; j += kThreads / kWarp) {
-            const int64_t key = sel ? static_cast<int64_t>(sel[t0 + j]) : t0 + j;
-            float dot = -FLT_MAX;  // an empty selection slot weighs nothing
-            if (key >= 0) {
-                const float* ls = latents + key * a.kv_lora;
-                const float* ks = rope_keys + key * a.rope_dim;
-                dot = 0.0f;
-                for (int64_t c = lane; c < a.kv_lora; c += kWarp) dot = fmaf(qa[c], ls[c], dot);
-                for (int d = lane; d < a.rope_dim; d += kWarp) dot = fmaf(qp[d], ks[d], dot);
-                dot = warp_sum(dot) * a.scale;
-            }
-            if (lane == 0) scores[j] = dot;
-            local_max = fmaxf(local_max, dot);
-        }
-        const float new_max = fmaxf(run_max, block_reduce<kThreads>(local_max, partial, true));
-        const float rescale = expf(run_max - new_max);
-        float local_sum = 0.0f;
-        for (int64_t j = threadIdx.x; j < tile; j += kThreads) {
-            scores[j] = expf(scores[j] - new_max);
-            local_sum += scores[j];
-        }
-        run_sum = run_sum * rescale + block_reduce<kThreads>(local_sum, partial, false);
-        run_max = new_max;
-#pragma unroll
-        for (int k = 0; k < kMaxColsPerThread; ++k) {
-            const int64_t c = threadIdx.x + int64_t{k} * kThreads;
-            if (c >= a.kv_lora) break;
-            float m = acc[k] * rescale;
-            for (int64_t j = 0; j < tile; ++j) {
-                const int64_t key = sel ? static_cast<int64_t>(sel[t0 + j]) : t0 + j;
-                if (key >= 0) m = fmaf(scores[j], latents[key * a.kv_lora + c], m);
-            }
-            acc[k] = m;
-        }
-        __syncthreads();  // the next tile overwrites the scores
-    }
-#pragma unroll
-    for (int k = 0; k < kMaxColsPerThread; ++k) {
-        const int64_t c = threadIdx.x + int64_t{k} * kThreads;
-        if (c >= a.kv_lora) break;
-        mixed[(i * a.n_heads + h) * a.kv_lora + c] = acc[k] / run_sum;
+    if (group == 0 && c < a.kv_lora) {
+        float total = 0.0f;
+        for (int g = 0; g < kAbsorbGroups; ++g) total += partial[g][col];
+        q_abs[ih * a.kv_lora + c] = total;
     }
 }
 
+// Block (j, i): row j of query i's selection; gridDim.x is the selection's width.
+__global__ void __launch_bounds__(kGatherThreads)
+    mla_gather_kernel(const float* __restrict__ latents, const float* __restrict__ rope_keys,
+                      const float* __restrict__ selection, MlaArgs a, float* __restrict__ latent_rows,
+                      float* __restrict__ rope_rows) {
+    const int64_t slot = static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+    const auto key = static_cast<int64_t>(selection[slot]);
+    float* lat = latent_rows + slot * a.kv_lora;
+    float* rope = rope_rows + slot * a.rope_dim;
+    for (int64_t c = threadIdx.x; c < a.kv_lora; c += kGatherThreads)
+        lat[c] = key >= 0 ? latents[key * a.kv_lora + c] : 0.0f;
+    for (int d = threadIdx.x; d < a.rope_dim; d += kGatherThreads)
+        rope[d] = key >= 0 ? rope_keys[key * a.rope_dim + d] : 0.0f;
+}
+
+// Block r: row r = (query q, head h) of scores [rows, keys]. Masked keys weigh exactly nothing.
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    mla_softmax_kernel(float* __restrict__ scores, int n_heads, int64_t keys, int64_t causal0,
+                       const float* __restrict__ selection) {
+    __shared__ float partial[kSoftmaxThreads / kWarp];
+    const int64_t r = blockIdx.x, query = r / n_heads, visible = causal0 + query + 1;
+    float* row = scores + r * keys;
+    float local_max = -INFINITY;
+    for (int64_t j = threadIdx.x; j < keys; j += kSoftmaxThreads) {
+        const bool masked = selection ? selection[query * keys + j] < 0.0f : j >= visible;
+        const float v = masked ? -INFINITY : row[j];
+        row[j] = v;
+        local_max = fmaxf(local_max, v);
+    }
+    block_softmax<kSoftmaxThreads>(row, keys, local_max, partial);
+}
+
+__global__ void sum_chunks_kernel(const float* __restrict__ parts, int64_t chunks, int64_t count,
+                                  float* __restrict__ out) {
+    for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count;
+         k += int64_t{gridDim.x} * blockDim.x) {
+        float sum = 0.0f;
+        for (int64_t c = 0; c < chunks; ++c) sum += parts[c * count + k];
+        out[k] = sum;
+    }
+}
+
+// Block (i, h, t): rows [t kOutputRows, + kOutputRows) of W_UV[h], a warp per row.
+template <Format F>
 __global__ void __launch_bounds__(kThreads)
-    mla_output(const float* __restrict__ mixed, DeviceWeight w, MlaArgs a, float* __restrict__ out) {
+    mla_output_kernel(const float* __restrict__ mixed, DeviceWeight w, MlaArgs a, float* __restrict__ out) {
     extern __shared__ float mix[];  // [kv_lora]
     const int h = blockIdx.y;
     const int64_t i = blockIdx.x;
@@ -118,56 +107,62 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int64_t row0 = static_cast<int64_t>(h) * (a.nope_dim + a.v_dim) + a.nope_dim;
-    for (int j = warp; j < a.v_dim; j += kThreads / kWarp) {
+    const int end = min(a.v_dim, static_cast<int>(blockIdx.z + 1) * kOutputRows);
+    for (int j = blockIdx.z * kOutputRows + warp; j < end; j += kThreads / kWarp) {
         float sum = 0.0f;
-        for (int64_t c = lane; c < a.kv_lora; c += kWarp) sum = fmaf(decode_at(w, row0 + j, c), mix[c], sum);
+#pragma unroll kUnroll
+        for (int64_t c = lane; c < a.kv_lora; c += kWarp)
+            sum = fmaf(decode_as<F>(w, row0 + j, c), mix[c], sum);
         sum = warp_sum(sum);
         if (lane == 0) out[(i * a.n_heads + h) * a.v_dim + j] = sum;
     }
 }
 
-// Block i: the index score of every key s <= pos0 + i for query i (warp per key).
-__global__ void __launch_bounds__(kThreads)
-    dsa_scores_kernel(const float* __restrict__ q, const float* __restrict__ weights,
-                      const float* __restrict__ keys, int64_t pos0, int64_t total, DsaArgs a,
-                      float* __restrict__ scores) {
-    const int64_t i = blockIdx.x, visible = pos0 + i + 1;
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    const float* qi = q + i * a.n_heads * a.head_dim;
-    for (int64_t t = warp; t < visible; t += kThreads / kWarp) {
-        const float* kt = keys + t * a.head_dim;
-        float sum = 0.0f;
-        for (int h = 0; h < a.n_heads; ++h) {
-            float dot = 0.0f;
-            for (int d = lane; d < a.head_dim; d += kWarp) dot = fmaf(qi[h * a.head_dim + d], kt[d], dot);
-            dot = warp_sum(dot) * a.scale;
-            sum += weights[i * a.n_heads + h] * a.weight_scale * fmaxf(dot, 0.0f);
-        }
-        if (lane == 0) scores[i * total + t] = sum;
-    }
-}
-
 }  // namespace
 
-void dsa_scores(const float* q, const float* weights, const float* keys, int64_t n, int64_t pos0,
-                const DsaArgs& a, float* scores, cudaStream_t s) {
+void mla_absorb(const float* q, const DeviceWeight& w_kvb, int64_t n, const MlaArgs& a, float* q_abs,
+                cudaStream_t s) {
     if (n == 0) return;
-    dsa_scores_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(q, weights, keys, pos0, pos0 + n, a,
-                                                                    scores);
-    cuda_check(cudaGetLastError(), "dsa_scores launch");
+    const dim3 grid(static_cast<unsigned>(n * a.n_heads),
+                    static_cast<unsigned>((a.kv_lora + kAbsorbCols - 1) / kAbsorbCols));
+    format_dispatch(w_kvb.format, [&](auto f) {
+        mla_absorb_kernel<f()><<<grid, kThreads, a.nope_dim * sizeof(float), s>>>(q, w_kvb, a, q_abs);
+    });
+    cuda_check(cudaGetLastError(), "mla_absorb launch");
 }
 
-void mla_attention(const float* q, const float* latents, const float* rope_keys, const DeviceWeight& w_kvb,
-                   int64_t n, int64_t pos0, const float* selection, int64_t sel_cols, const MlaArgs& a,
-                   float* q_abs, float* mixed, float* out, cudaStream_t s) {
+void mla_gather(const float* latents, const float* rope_keys, const float* selection, int64_t n,
+                int64_t sel_cols, const MlaArgs& a, float* latent_rows, float* rope_rows, cudaStream_t s) {
+    if (n == 0 || sel_cols == 0) return;
+    mla_gather_kernel<<<dim3(static_cast<unsigned>(sel_cols), static_cast<unsigned>(n)), kGatherThreads, 0,
+                        s>>>(latents, rope_keys, selection, a, latent_rows, rope_rows);
+    cuda_check(cudaGetLastError(), "mla_gather launch");
+}
+
+void mla_softmax(float* scores, int64_t n, int n_heads, int64_t keys, int64_t causal0, const float* selection,
+                 cudaStream_t s) {
     if (n == 0) return;
-    const dim3 per_token_head(static_cast<unsigned>(n), static_cast<unsigned>(a.n_heads));
-    mla_absorb<<<per_token_head, kThreads, a.nope_dim * sizeof(float), s>>>(q, w_kvb, a, q_abs);
-    const size_t smem = (a.kv_lora + a.rope_dim + kKeyTile) * sizeof(float);  // well under 48 KB
-    mla_attend<<<dim3(static_cast<unsigned>(a.n_heads), static_cast<unsigned>(n)), kThreads, smem, s>>>(
-        q, q_abs, latents, rope_keys, pos0, selection, sel_cols, a, mixed);
-    mla_output<<<per_token_head, kThreads, a.kv_lora * sizeof(float), s>>>(mixed, w_kvb, a, out);
-    cuda_check(cudaGetLastError(), "mla_attention launch");
+    mla_softmax_kernel<<<static_cast<unsigned>(n * n_heads), kSoftmaxThreads, 0, s>>>(scores, n_heads, keys,
+                                                                                      causal0, selection);
+    cuda_check(cudaGetLastError(), "mla_softmax launch");
+}
+
+void sum_chunks(const float* parts, int64_t chunks, int64_t count, float* out, cudaStream_t s) {
+    const int64_t blocks = std::min<int64_t>(kSumBlocks, (count + kThreads - 1) / kThreads);
+    if (blocks == 0) return;
+    sum_chunks_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(parts, chunks, count, out);
+    cuda_check(cudaGetLastError(), "sum_chunks launch");
+}
+
+void mla_output(const float* mixed, const DeviceWeight& w_kvb, int64_t n, const MlaArgs& a, float* out,
+                cudaStream_t s) {
+    if (n == 0) return;
+    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(a.n_heads),
+                    static_cast<unsigned>((a.v_dim + kOutputRows - 1) / kOutputRows));
+    format_dispatch(w_kvb.format, [&](auto f) {
+        mla_output_kernel<f()><<<grid, kThreads, a.kv_lora * sizeof(float), s>>>(mixed, w_kvb, a, out);
+    });
+    cuda_check(cudaGetLastError(), "mla_output launch");
 }
 
 }  // namespace coli::cuda

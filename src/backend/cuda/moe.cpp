@@ -1,10 +1,10 @@
 // moe_experts on CUDA. The experts' weights come from the VRAM tier (uploads on the upload stream).
 //   decode (every expert has at most kCudaGemvMaxTokens tokens, one d_ff): one gather of the routed rows,
-//     one batched GEMV for every expert's gate and up, one SwiGLU, one batched GEMV for the downs and one
-//     combine that adds each token's expert outputs in the CPU's order: five launches per layer, however
-//     many experts.
+//     one batched GEMV for every expert's gate and up, one activation (SwiGLU or SiTU), one batched GEMV for
+//     the downs and one combine that adds each token's expert outputs in the CPU's order: five launches per
+//     layer, however many experts.
 //   prefill: per expert (ascending id, as the CPU adds them) gather its tokens, gate and up matmuls,
-//     SwiGLU, down matmul, add back weighted; the next expert's upload is issued before the current
+//     activation, down matmul, add back weighted; the next expert's upload is issued before the current
 //     expert's kernels are queued, so copies overlap compute.
 #include <algorithm>
 #include <vector>
@@ -39,6 +39,8 @@ ExpertPlan expert_plan(std::span<const ExpertWeights> experts, const Routing& r,
     p.offset.assign(experts.size() + 1, 0);
     for (size_t i = 0; i < experts.size(); ++i) {
         const ExpertWeights& e = experts[i];
+        check(e.act.kind == experts.front().act.kind,
+              "moe_experts: experts of one call must share an activation");
         check(e.gate.cols() == d_model && e.up.cols() == d_model && e.down.rows() == d_model &&
                   e.down.cols() == e.gate.rows() && e.up.rows() == e.gate.rows(),
               "moe_experts: expert {} has shapes that do not fit d_model {}", e.id, d_model);
@@ -59,6 +61,10 @@ ExpertPlan expert_plan(std::span<const ExpertWeights> experts, const Routing& r,
     }
     p.batchable = p.batchable && p.max_m <= kCudaGemvMaxTokens && p.min_ff == p.max_ff;
     return p;
+}
+
+cuda::GluArgs glu_args(const GluActivation& a) {
+    return {a.kind, a.beta, a.linear_beta};
 }
 
 template <typename T>
@@ -94,6 +100,7 @@ void CudaBackend::moe_batched(const ExpertPlan& p, std::span<const ExpertWeights
                               const Tensor& x, Tensor& y) {
     cudaStream_t s = ctx_->compute;
     const int64_t d_model = x.cols(), d_ff = p.max_ff, total = static_cast<int64_t>(p.rows.size());
+    const cuda::GluArgs act = glu_args(experts.front().act);
     std::vector<std::shared_ptr<cuda::DeviceExpert>> dev;
     for (size_t i : p.used) dev.push_back(tier_->acquire(experts[i]));  // all uploads queued first
     for (const auto& d : dev) cuda_check(cudaStreamWaitEvent(s, d->ready, 0), "wait for expert upload");
@@ -122,7 +129,7 @@ void CudaBackend::moe_batched(const ExpertPlan& p, std::span<const ExpertWeights
         jobs.push_back({dev[u]->up, xs.get() + o * d_model, up.get() + o * d_ff, m});      // [m, d_ff]
     }
     cuda::gemv_batch(jobs.data(), static_cast<int>(jobs.size()), s);
-    cuda::swiglu(gate.get(), up.get(), total * d_ff, gate.get(), s);
+    cuda::glu(gate.get(), up.get(), total * d_ff, act, gate.get(), s);
     jobs.clear();
     for (size_t u = 0; u < p.used.size(); ++u) {
         const int64_t o = p.offset[p.used[u]];
@@ -138,6 +145,7 @@ void CudaBackend::moe_per_expert(const ExpertPlan& p, std::span<const ExpertWeig
                                  Tensor& y) {
     cudaStream_t s = ctx_->compute;
     const int64_t d_model = x.cols();
+    const cuda::GluArgs act = glu_args(experts.front().act);
     const cuda::Scratch<int32_t> d_rows = device_copy(ctx_, p.rows);
     const cuda::Scratch<float> d_gains = device_copy(ctx_, p.gains);
     cuda::Scratch<float> xs(ctx_, p.max_m * d_model), gate(ctx_, p.max_m * p.max_ff),
@@ -155,7 +163,7 @@ void CudaBackend::moe_per_expert(const ExpertPlan& p, std::span<const ExpertWeig
                           xs.get(), s);
         matmul_device(dev->gate, xs.get(), m, gate.get());  // [m, d_ff]
         matmul_device(dev->up, xs.get(), m, up.get());      // [m, d_ff]
-        cuda::swiglu(gate.get(), up.get(), m * d_ff, gate.get(), s);
+        cuda::glu(gate.get(), up.get(), m * d_ff, act, gate.get(), s);
         matmul_device(dev->down, gate.get(), m, out.get());  // [m, d_model]
         cuda::scatter_add(out.get(), d_model, d_rows.get() + p.offset[i], d_gains.get() + p.offset[i], m,
                           static_cast<float*>(y.storage()), s);

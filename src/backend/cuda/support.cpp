@@ -1,5 +1,8 @@
 #include "backend/cuda/support.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace coli {
 
 bool cuda_supports(const OpDesc& d) {
@@ -22,9 +25,18 @@ bool cuda_supports(const OpDesc& d) {
         case OpKind::layer_norm:
             return true;
         case OpKind::dsa_select:
-            return true;  // scores on the device, the top-k on the host
+            return true;  // scores and top-k on the device; top_k up to kCudaDsaMaxTopK (checked at the call)
         case OpKind::mla_attention:
-            return true;  // any context (keys in tiles); kv_lora up to kCudaMlaMaxLatent
+            return true;  // any context (scores in passes); kv_lora up to kCudaMlaMaxLatent
+        case OpKind::short_conv:
+            return d.cols <= kCudaConvMaxKernel;  // cols: the kernel width
+        case OpKind::kda:
+            return std::ranges::find(kCudaKdaHeadDims, d.cols) !=
+                   std::end(kCudaKdaHeadDims);  // cols: head_dim
+        case OpKind::mul_sigmoid:
+            return true;
+        case OpKind::res_mix:
+            return d.rows <= kCudaResMixMaxEntries;  // rows: the entries
         case OpKind::count_:
             break;
     }

@@ -1,0 +1,54 @@
+// Scalar activations that several ops and backends share, written once for host and device code so that
+// the CPU reference and the GPU kernels compute the same expressions.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define COLI_HOST_DEVICE __host__ __device__
+#else
+#define COLI_HOST_DEVICE
+#endif
+
+namespace coli {
+
+// The activation of a gated-linear-unit expert: act(gate x, up x).
+enum class GluKind : uint8_t {
+    silu,  // SwiGLU: silu(g) u
+    situ,  // SiTU (Kimi K3): b tanh(g / b) sigmoid(g) * lb tanh(u / lb)
+};
+
+// Above this, softplus(x) is x in f32 (transformers' KDA gate switches at the same point).
+inline constexpr float kSoftplusLinearFrom = 20.0f;
+
+COLI_HOST_DEVICE inline float sigmoid(float x) {
+    return 1.0f / (1.0f + expf(-x));
+}
+
+COLI_HOST_DEVICE inline float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
+
+COLI_HOST_DEVICE inline float softplus(float x) {
+    return x > kSoftplusLinearFrom ? x : logf(1.0f + expf(x));
+}
+
+// SiTU's gate half and linear half (Kimi K3): b tanh(g / b) sigmoid(g) and lb tanh(u / lb).
+COLI_HOST_DEVICE inline float situ(float g, float u, float beta, float linear_beta) {
+    return beta * tanhf(g / beta) * sigmoid(g) * (linear_beta * tanhf(u / linear_beta));
+}
+
+// A gated-linear-unit expert's activation of its gate and up projections (tensor.h GluActivation).
+COLI_HOST_DEVICE inline float glu(GluKind kind, float beta, float linear_beta, float g, float u) {
+    return kind == GluKind::situ ? situ(g, u, beta, linear_beta) : silu(g) * u;
+}
+
+// KDA's per-channel log-decay from z = W_fb W_fa x + dt_bias and the head's A_log (spec 5.1):
+// -exp(A) softplus(z) (Kimi Linear), or bound sigmoid(exp(A) z) when a lower bound < 0 is set (K3).
+COLI_HOST_DEVICE inline float kda_log_decay(float z, float a_log, float lower_bound) {
+    const float a = expf(a_log);
+    return lower_bound < 0.0f ? lower_bound * sigmoid(a * z) : -a * softplus(z);
+}
+
+}  // namespace coli

@@ -1,0 +1,412 @@
+// Kimi Linear (kimi_linear, spec section 5) and Kimi K3 (kimi_k3, section 7), one code: a pre-norm decoder
+// whose layers are Kimi delta attention (KDA: a short causal convolution, then a gated delta rule with a
+// per-channel forget gate on a fixed-size recurrent state) or NoPE multi-head latent attention (absorbed
+// MLA on the compressed latent cache, no rotary embedding); the first layers dense, then MoE layers with a
+// sigmoid router over SwiGLU experts plus shared experts. K3 adds: the lower-bounded forget gate and a
+// full-rank KDA output gate, an MLA output gate, LatentMoE (routed experts in a narrower latent space, with
+// an RMSNorm on their sum), the SiTU activation, and attention residuals (AttnRes: the residual stream is
+// replaced by learned softmax mixes of block snapshots). K3's routed experts are MXFP4, read in place.
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "models/kimi_config.h"
+#include "models/registry.h"
+#include "nn/moe.h"
+#include "nn/rows.h"
+#include "nn/weights.h"
+
+namespace coli {
+namespace {
+
+constexpr float kMlaNormEps = 1e-6f;  // q_a / kv_a layernorms: the class default in both references
+
+struct KdaWeights {
+    Weight q, k, v;                   // [P, D] projections, P = heads * head_dim
+    Weight q_conv, k_conv, v_conv;    // [P, K] f32 short convolutions
+    Weight f_a, f_b, dt_bias, a_log;  // forget gate: [dim, D], [P, dim], [1, P], [1, heads]
+    Weight beta;                      // [heads, D]
+    Weight g_a, g_b;                  // output gate: W_gb W_ga (g_a empty: g_b is K3's full-rank W_g)
+    Weight o_norm, o;                 // [1, head_dim] gated RMSNorm; [D, P]
+};
+
+struct MlaWeights {
+    Weight q_a, q_a_norm, q_b;  // q_a / q_a_norm empty without q LoRA (q_b is then q_proj)
+    Weight kv_a, kv_a_norm, kv_b, o;
+    Weight gate;  // K3: [H dv, D] output gate, else empty
+};
+
+struct KimiLayerWeights {
+    Weight input_norm, post_norm;
+    KdaWeights kda;                              // KDA layers
+    MlaWeights mla;                              // MLA layers
+    Weight router, router_bias;                  // MoE layers
+    Weight latent_down, latent_up, latent_norm;  // K3 LatentMoE (empty otherwise)
+    ExpertWeights mlp;         // the dense MLP (dense layers) or the shared experts (MoE layers)
+    bool has_mlp = false;      // false: an MoE layer without shared experts
+    Weight attn_res, mlp_res;  // K3 AttnRes: norm gain times projection, [1, D]
+};
+
+class KimiState final : public ModelState {
+public:
+    std::vector<KvCache> kv;                     // MLA layers: latents and rope keys (else empty)
+    std::vector<Tensor> conv_q, conv_k, conv_v;  // KDA layers: the last K - 1 projections [K - 1, P]
+    std::vector<Tensor> kda;                     // KDA layers: recurrent state [P, head_dim]
+};
+
+class Kimi final : public Model {
+public:
+    Kimi(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
+        : cfg_(ckpt.config()), ops_(ops), max_ctx_(opts.max_ctx > 0 ? opts.max_ctx : cfg_.max_ctx) {
+        WeightLoader load(ckpt, ops, opts.dense_bits);
+        const std::string& p = cfg_.prefix;
+        embed_ = load.table(p + "model.embed_tokens.weight");
+        for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(ckpt, load, l));
+        final_norm_ = load.vector(p + "model.norm.weight");
+        if (cfg_.attn_res_block > 0)
+            out_res_ = res_weight(load, p + "model.output_attn_res_norm.weight",
+                                  p + "model.output_attn_res_proj.weight");
+        lm_head_ = load.matrix(p + "lm_head.weight");
+        load.finish();
+
+        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [this, &ckpt](int layer, int e) {
+                                if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
+                                return swiglu_expert_tensors(ckpt, expert_prefix(layer, e), kKimiExpertNames);
+                            }};
+        store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
+        summarize(ckpt, load);
+    }
+
+    const ModelSummary& summary() const override { return summary_; }
+    ExpertStore& store() override { return *store_; }
+    Ops& ops() override { return ops_; }
+
+    std::unique_ptr<ModelState> state_new() override {
+        auto s = std::make_unique<KimiState>();
+        const int64_t p = int64_t{cfg_.kda_heads} * cfg_.kda_dim, hist = cfg_.conv_kernel - 1;
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            const bool mla = cfg_.mla_layer[l];
+            s->kv.push_back(
+                mla ? KvCache{ops_.tensor(max_ctx_, cfg_.kv_lora), ops_.tensor(max_ctx_, cfg_.rope_dim)}
+                    : KvCache{});
+            s->conv_q.push_back(mla ? Tensor{} : ops_.tensor(hist, p));
+            s->conv_k.push_back(mla ? Tensor{} : ops_.tensor(hist, p));
+            s->conv_v.push_back(mla ? Tensor{} : ops_.tensor(hist, p));
+            s->kda.push_back(mla ? Tensor{} : ops_.tensor(p, cfg_.kda_dim));
+        }
+        return s;
+    }
+
+    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) override {
+        auto& s = static_cast<KimiState&>(state);
+        const auto n = static_cast<int64_t>(ids.size());
+        check(s.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", s.n_past, n,
+              max_ctx_);
+        Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
+        h = cfg_.attn_res_block > 0 ? attn_res_forward(h, s) : residual_forward(h, s);
+        if (!all_logits) h = row_last(ops_, h);
+        Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
+        s.n_past += n;
+        return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
+    }
+
+private:
+    std::string layer_prefix(int l) const { return fmt::format("{}model.layers.{}.", cfg_.prefix, l); }
+    std::string expert_prefix(int l, int e) const {
+        return fmt::format("{}block_sparse_moe.experts.{}.", layer_prefix(l), e);
+    }
+
+    // AttnRes's score weight: the entry norm's gain times the [1, D] projection, applied as one vector.
+    Weight res_weight(WeightLoader& load, const std::string& norm, const std::string& proj) {
+        std::vector<float> w = load.floats(norm);
+        const std::vector<float> pw = load.floats(proj);
+        check(w.size() == pw.size() && static_cast<int64_t>(w.size()) == cfg_.d_model,
+              "{} and {} must both hold {} values", norm, proj, cfg_.d_model);
+        for (size_t i = 0; i < w.size(); ++i) w[i] *= pw[i];
+        return load.f32(std::move(w), 1, cfg_.d_model);
+    }
+
+    KimiLayerWeights layer_load(const Checkpoint& ckpt, WeightLoader& load, int l) {
+        const std::string p = layer_prefix(l), a = p + "self_attn.";
+        KimiLayerWeights w;
+        w.input_norm = load.vector(p + "input_layernorm.weight");
+        w.post_norm = load.vector(p + "post_attention_layernorm.weight");
+        if (cfg_.mla_layer[l]) {
+            MlaWeights& m = w.mla;
+            if (cfg_.q_lora > 0) {
+                m.q_a = load.matrix(a + "q_a_proj.weight");
+                m.q_a_norm = load.vector(a + "q_a_layernorm.weight");
+                m.q_b = load.matrix(a + "q_b_proj.weight");
+            } else {
+                m.q_b = load.matrix(a + "q_proj.weight");
+            }
+            m.kv_a = load.matrix(a + "kv_a_proj_with_mqa.weight");
+            m.kv_a_norm = load.vector(a + "kv_a_layernorm.weight");
+            m.kv_b = load.matrix(a + "kv_b_proj.weight");
+            m.o = load.matrix(a + "o_proj.weight");
+            if (cfg_.mla_output_gate) m.gate = load.matrix(a + "g_proj.weight");
+        } else {
+            KdaWeights& k = w.kda;
+            const int64_t width = int64_t{cfg_.kda_heads} * cfg_.kda_dim;
+            k.q = load.matrix(a + "q_proj.weight");
+            k.k = load.matrix(a + "k_proj.weight");
+            k.v = load.matrix(a + "v_proj.weight");
+            k.q_conv = load.f32(load.floats(a + "q_conv1d.weight"), width, cfg_.conv_kernel);
+            k.k_conv = load.f32(load.floats(a + "k_conv1d.weight"), width, cfg_.conv_kernel);
+            k.v_conv = load.f32(load.floats(a + "v_conv1d.weight"), width, cfg_.conv_kernel);
+            k.f_a = load.matrix(a + "f_a_proj.weight");
+            k.f_b = load.matrix(a + "f_b_proj.weight");
+            k.dt_bias = load.f32(load.floats(a + "dt_bias"), 1, width);
+            // Stored [1, 1, H, 1] (Kimi Linear) or zero-padded past the heads (K3): the first H values.
+            std::vector<float> a_log = load.floats(a + "A_log");
+            check(static_cast<int64_t>(a_log.size()) >= cfg_.kda_heads,
+                  "{}A_log holds {} values for {} heads", a, a_log.size(), cfg_.kda_heads);
+            a_log.resize(cfg_.kda_heads);
+            k.a_log = load.f32(std::move(a_log), 1, cfg_.kda_heads);
+            k.beta = load.matrix(a + "b_proj.weight");
+            if (cfg_.full_rank_gate) {
+                k.g_b = load.matrix(a + "g_proj.weight");
+            } else {
+                k.g_a = load.matrix(a + "g_a_proj.weight");
+                k.g_b = load.matrix(a + "g_b_proj.weight");
+            }
+            k.o_norm = load.vector(a + "o_norm.weight");
+            k.o = load.matrix(a + "o_proj.weight");
+        }
+        if (cfg_.attn_res_block > 0) {
+            w.attn_res =
+                res_weight(load, p + "self_attention_res_norm.weight", p + "self_attention_res_proj.weight");
+            w.mlp_res = res_weight(load, p + "mlp_res_norm.weight", p + "mlp_res_proj.weight");
+        }
+        const std::string moe = p + "block_sparse_moe.";
+        std::string mlp = p + "mlp.";
+        if (cfg_.is_moe(l)) {
+            w.router = load.matrix(moe + "gate.weight");
+            w.router_bias = load.vector(moe + "gate.e_score_correction_bias");
+            if (cfg_.d_latent > 0) {
+                w.latent_down = load.matrix(moe + "routed_expert_down_proj.weight");
+                w.latent_up = load.matrix(moe + "routed_expert_up_proj.weight");
+                if (cfg_.latent_norm) w.latent_norm = load.vector(moe + "routed_expert_norm.weight");
+            }
+            mlp = moe + "shared_experts.";
+        } else if (ckpt.find(mlp + "gate_proj.weight") == nullptr) {
+            mlp = moe;  // transformers writes the dense layer-0 MLP under block_sparse_moe (spec 0.1)
+        }
+        if (!cfg_.is_moe(l) || cfg_.n_shared > 0) {
+            // Named for device expert tiers by an id past the routed experts.
+            w.mlp = {cfg_.n_experts,
+                     load.matrix(mlp + "gate_proj.weight"),
+                     load.matrix(mlp + "up_proj.weight"),
+                     load.matrix(mlp + "down_proj.weight"),
+                     l,
+                     cfg_.act};
+            w.has_mlp = true;
+        }
+        return w;
+    }
+
+    // Plain pre-norm residual stream (Kimi Linear).                                      h: [n, d_model]
+    Tensor residual_forward(Tensor h, KimiState& s) {
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            const KimiLayerWeights& w = layers_[l];
+            h = ops_.add(h, attention(l, ops_.rms_norm(h, w.input_norm, cfg_.rms_eps), s));
+            h = ops_.add(h, mlp(l, ops_.rms_norm(h, w.post_norm, cfg_.rms_eps)));
+        }
+        return h;
+    }
+
+    // Attention residuals (K3, spec 7.1): each sublayer reads a softmax mix of the block snapshots and the
+    // running block sum p; a new block starts every attn_res_block layers with p as its snapshot.
+    Tensor attn_res_forward(Tensor p, KimiState& s) {
+        std::vector<Tensor> entries;  // block snapshots, then p: [n, d_model] each
+        const auto mix = [&](const Weight& w) {
+            entries.push_back(p);
+            Tensor m = ops_.res_mix(entries, w, cfg_.rms_eps);
+            entries.pop_back();
+            return m;
+        };
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            const KimiLayerWeights& w = layers_[l];
+            const Tensor h = entries.empty() ? p : mix(w.attn_res);
+            const bool block_start = l % cfg_.attn_res_block == 0;
+            if (block_start) entries.push_back(p);
+            Tensor a = attention(l, ops_.rms_norm(h, w.input_norm, cfg_.rms_eps), s);
+            p = block_start ? a : ops_.add(p, a);
+            p = ops_.add(p, mlp(l, ops_.rms_norm(mix(w.mlp_res), w.post_norm, cfg_.rms_eps)));
+        }
+        return mix(out_res_);
+    }
+
+    // The token mixer of layer l on its normed input x: [n, d_model] -> [n, d_model].
+    Tensor attention(int l, const Tensor& x, KimiState& s) {
+        return cfg_.mla_layer[l] ? mla(layers_[l].mla, x, s.kv[l], s.n_past) : kda(l, x, s);
+    }
+
+    // Kimi delta attention (spec 5.1).
+    Tensor kda(int l, const Tensor& x, KimiState& s) {
+        const KdaWeights& w = layers_[l].kda;
+        const int64_t n = x.rows();
+        Tensor q = ops_.short_conv(ops_.matmul(w.q, x), w.q_conv, s.conv_q[l]);  // [n, P]
+        Tensor k = ops_.short_conv(ops_.matmul(w.k, x), w.k_conv, s.conv_k[l]);  // [n, P]
+        Tensor v = ops_.short_conv(ops_.matmul(w.v, x), w.v_conv, s.conv_v[l]);  // [n, P]
+        Tensor g = ops_.matmul(w.f_b, ops_.matmul(w.f_a, x));                    // [n, P]
+        Tensor beta = ops_.matmul(w.beta, x);                                    // [n, heads]
+        const KdaShape shape{cfg_.kda_heads, cfg_.kda_dim, cfg_.gate_lower_bound};
+        Tensor o = ops_.kda(q, k, v, g, beta, w.a_log, w.dt_bias, shape, s.kda[l]);  // [n, P]
+        Tensor gate = w.g_a.rows() > 0 ? ops_.matmul(w.g_b, ops_.matmul(w.g_a, x)) : ops_.matmul(w.g_b, x);
+        // The output norm is per head: [n, P] viewed as [n heads, head_dim].
+        Tensor y = ops_.rms_norm(o.reshaped(n * cfg_.kda_heads, cfg_.kda_dim), w.o_norm, cfg_.rms_eps)
+                       .reshaped(n, o.cols());
+        return ops_.matmul(w.o, ops_.mul_sigmoid(y, gate));
+    }
+
+    // NoPE MLA (spec 5.2): the rope dims of q dot the raw shared key, nothing is rotated.
+    Tensor mla(const MlaWeights& w, const Tensor& x, KvCache& cache, int64_t pos0) {
+        Tensor c_q = cfg_.q_lora > 0 ? ops_.rms_norm(ops_.matmul(w.q_a, x), w.q_a_norm, kMlaNormEps) : x;
+        Tensor q = ops_.matmul(w.q_b, c_q);  // [n, H (dn + dr)]
+        Tensor kv = ops_.matmul(w.kv_a, x);  // [n, kv_lora + dr]
+        Tensor latent = ops_.rms_norm(ops_.slice_cols(kv, 0, cfg_.kv_lora), w.kv_a_norm, kMlaNormEps);
+        Tensor k_pe = ops_.slice_cols(kv, cfg_.kv_lora, cfg_.rope_dim);  // [n, dr], shared by all heads
+        const MlaShape shape{
+            cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim,
+            cfg_.v_dim,   cfg_.kv_lora,  1.0f / std::sqrt(static_cast<float>(cfg_.nope_dim + cfg_.rope_dim))};
+        Tensor a = ops_.mla_attention(q, latent, k_pe, w.kv_b, cache, shape, pos0);  // [n, H dv]
+        if (w.gate.rows() > 0) a = ops_.mul_sigmoid(a, ops_.matmul(w.gate, x));
+        return ops_.matmul(w.o, a);
+    }
+
+    // The MLP of layer l on its normed input x: dense, or routed experts (in the latent width for K3) plus
+    // shared experts.                                                       x: [n, d_model] -> [n, d_model]
+    Tensor mlp(int l, const Tensor& x) {
+        const KimiLayerWeights& w = layers_[l];
+        const int64_t n = x.rows();
+        Tensor y = ops_.tensor(n, cfg_.d_model);
+        if (cfg_.is_moe(l)) {
+            const SigmoidRouting rp{cfg_.top_k, 1, 1, cfg_.renormalize, cfg_.routed_scaling};
+            const Routing r = ops_.route_sigmoid_topk(ops_.matmul(w.router, x), w.router_bias, rp);
+            const auto prefetch_next = [&] {
+                if (l + 1 < cfg_.n_layers && cfg_.is_moe(l + 1))
+                    moe_prefetch(ops_, *store_, l + 1, layers_[l + 1].router, x, cfg_.top_k);
+            };
+            const GluActivation act = cfg_.act;
+            const auto weights_of = [act](const ExpertHandle& e) {
+                ExpertWeights ew = swiglu_expert_weights(e);
+                ew.act = act;
+                return ew;
+            };
+            const Tensor z = cfg_.d_latent > 0 ? ops_.matmul(w.latent_down, x) : x;  // [n, latent]
+            Tensor u = moe_routed(ops_, *store_, l, z, r, weights_of, prefetch_next);
+            if (cfg_.latent_norm) u = ops_.rms_norm(u, w.latent_norm, cfg_.rms_eps);
+            y = cfg_.d_latent > 0 ? ops_.matmul(w.latent_up, u) : u;
+        }
+        if (w.has_mlp) ops_.moe_experts({&w.mlp, 1}, every_token(n, w.mlp.id), x, y);
+        return y;
+    }
+
+    // Routing that sends every token to one expert with weight 1: dense MLPs and shared experts.
+    static Routing every_token(int64_t n, int32_t id) {
+        return {n, 1, std::vector<int32_t>(n, id), std::vector<float>(n, 1.0f)};
+    }
+
+    void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
+        int mla_layers = 0, moe_layers = 0;
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            mla_layers += cfg_.mla_layer[l];
+            moe_layers += cfg_.is_moe(l);
+        }
+        summary_.family = cfg_.family;
+        summary_.architecture = fmt::format(
+            "{} layers ({} KDA: {} heads of {}, {} MLA: {} heads, kv_lora {}; {} dense), d_model {}, {} "
+            "experts "
+            "top-{} (d_ff {}{}) + {} shared, {}{}, vocab {}",
+            cfg_.n_layers, cfg_.n_layers - mla_layers, cfg_.kda_heads, cfg_.kda_dim, mla_layers, cfg_.n_heads,
+            cfg_.kv_lora, cfg_.n_dense, cfg_.d_model, cfg_.n_experts, cfg_.top_k, cfg_.d_expert,
+            cfg_.d_latent > 0 ? fmt::format(" in a latent of {}", cfg_.d_latent) : "", cfg_.n_shared,
+            cfg_.act.kind == GluKind::situ ? "SiTU" : "SwiGLU",
+            cfg_.attn_res_block > 0
+                ? fmt::format(", attention residuals every {} layers", cfg_.attn_res_block)
+                : "",
+            cfg_.vocab);
+        summary_.dense_bytes = load.bytes_stored();
+        summary_.dense_held_bytes = load.bytes_held();
+        summary_.expert_bytes = store_->total_expert_bytes();
+        summary_.expert_count = uint64_t(moe_layers) * cfg_.n_experts;
+        std::string experts = "none";
+        for (int l = 0; l < cfg_.n_layers && experts == "none"; ++l)
+            if (cfg_.is_moe(l)) {
+                const TensorInfo* t = ckpt.find(expert_prefix(l, 0) + "w1.weight");
+                experts = t ? std::string(dtype_name(t->dtype)) : "MXFP4 (compressed-tensors)";
+            }
+        summary_.formats = weight_formats_summary(
+            load, ckpt.get(layer_prefix(0) + "self_attn.o_proj.weight").dtype, experts);
+        // MLA layers keep the latent and the rope key per token; KDA layers a fixed-size state.
+        summary_.kv_bytes_per_token = uint64_t(mla_layers) * (cfg_.kv_lora + cfg_.rope_dim) * sizeof(float);
+        summary_.vocab = cfg_.vocab;
+        summary_.max_ctx = max_ctx_;
+    }
+
+    KimiConfig cfg_;
+    Ops& ops_;
+    int64_t max_ctx_;
+    Weight embed_, final_norm_, lm_head_, out_res_;
+    std::vector<KimiLayerWeights> layers_;
+    std::unique_ptr<ExpertStore> store_;
+    ModelSummary summary_;
+};
+
+// Sizes the op declarations use for one Kimi family.
+struct KimiFamilySize {
+    int64_t d_model, vocab, experts, d_expert, expert_in;  // expert_in: the latent width (K3) or d_model
+    int64_t heads, head_dim, kv_lora, rope, nope, ctx;
+    bool k3;  // SiTU, MXFP4 experts, attention residuals, output gates
+};
+
+// The ops Kimi::forward calls at a family's size. Keep in sync with forward().
+std::vector<OpUse> kimi_family_ops(const KimiFamilySize& z) {
+    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16};
+    std::vector<Format> dense = stored;
+    dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
+    std::vector<Format> expert = dense;
+    if (z.k3) expert.push_back(Format::mxfp4);  // K3's routed experts, read in place
+    const int64_t width = z.heads * z.head_dim;
+    constexpr int64_t kConvKernel = 4;  // short_conv_kernel_size of every released Kimi model
+    std::vector<OpUse> ops = {
+        {OpKind::embedding, stored, z.vocab, z.d_model, "token embedding"},
+        {OpKind::rms_norm, {Format::f32}, 1, z.d_model, "layer, q_a, kv_a and KDA output norms"},
+        {OpKind::matmul, dense, z.d_model, width, "projections, gates, router, lm_head"},
+        {OpKind::short_conv, {Format::f32}, width, kConvKernel, "KDA short convolutions"},
+        {OpKind::kda, {Format::f32}, width, z.head_dim, "KDA gated delta rule"},
+        {OpKind::mul_sigmoid, {Format::f32}, 1, width, "KDA (and K3 MLA) output gates"},
+        {OpKind::slice_cols, {Format::f32}, 1, z.kv_lora + z.rope, "latent and shared key from kv_a"},
+        {OpKind::mla_attention, dense, z.ctx, z.heads * (z.nope + z.rope), "absorbed NoPE MLA, latent cache"},
+        {OpKind::add, {Format::f32}, 1, z.d_model, "residuals"},
+        {OpKind::route_sigmoid_topk, {Format::f32}, 1, z.experts, "sigmoid router"},
+        {OpKind::moe_experts, expert, z.d_expert, z.expert_in, "routed, shared and dense experts",
+         z.k3 ? GluKind::situ : GluKind::silu},
+    };
+    // Attention residuals mix at most ceil(layers / block) snapshots and the running sum: 9 in K3.
+    constexpr int64_t kK3ResEntries = 9;
+    if (z.k3)
+        ops.push_back({OpKind::res_mix, {Format::f32}, kK3ResEntries, z.d_model, "attention residuals"});
+    return ops;
+}
+
+}  // namespace
+
+// Kimi Linear 48B: d_model 2304, 32 heads of 128, kv_lora 512, 256 experts of 1024, vocab 163840.
+std::vector<OpUse> kimi_linear_ops() {
+    return kimi_family_ops({2304, 163840, 256, 1024, 2304, 32, 128, 512, 64, 128, 1048576, false});
+}
+
+// Kimi K3: d_model 7168, 96 heads of 128, 896 experts of 3072 in a latent of 3584, vocab 163840.
+std::vector<OpUse> kimi_k3_ops() {
+    return kimi_family_ops({7168, 163840, 896, 3072, 3584, 96, 128, 512, 64, 128, 1048576, true});
+}
+
+std::unique_ptr<Model> kimi_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
+    return std::make_unique<Kimi>(ckpt, ops, opts);
+}
+
+}  // namespace coli
