@@ -38,9 +38,10 @@ ExpertWeights swiglu_expert_weights(const ExpertHandle& e);
 // Experts are fetched in groups that fit the store's budget; the next group's reads are issued before
 // the current group runs, so disk and compute overlap. A group is a run of ascending ids, because
 // moe_experts adds into y in call order and the combine order must not depend on the budget; within a
-// group the store issues the reads in disk order (file, offset), whatever the ids' order on disk. x: [n,
-// d_model]; returns [n, d_model] after_fetch, when given, runs once the last group's experts are in RAM and
-// before they compute: the moment to start reads for the next layer (moe_prefetch).
+// group the store issues the reads in disk order (file, offset), whatever the ids' order on disk.
+// after_fetch, when given, runs once the last group's experts are in RAM and before they compute: the
+// moment to start reads for the next layer (moe_prefetch).
+//                                                                  x: [n, d_model]; returns [n, d_model]
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
                   const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch = {});
 

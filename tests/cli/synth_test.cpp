@@ -1,6 +1,7 @@
 // `coli synth`: the checkpoint it writes has the real OLMoE layout (names, shapes, config keys, shards
 // and index), is reproducible, and is one that `coli info` and `coli run` accept; and its routing is
-// spread over the experts, as DESIGN.md requires of a model used to measure caching.
+// spread over the experts (OLMoE and Kimi K3), as DESIGN.md requires of a model used to measure caching.
+// The Kimi K3 layout is checked in synth_kimi_k3_test.cpp.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -158,6 +159,28 @@ TEST(Synth, RoutingIsSpread) {
     constexpr int kTopK = 8;
     constexpr double kMinDistinct = 6 * kTopK;  // of 64; uniform gives ~63.7, collapse ~2-3 x k
     constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
+    EXPECT_GE(f.distinct_per_layer, kMinDistinct) << run.err;
+    EXPECT_LE(f.consecutive_shared, kMaxShared) << run.err;
+}
+
+// The same for Kimi K3 (LatentMoE, sigmoid router with top-16, MXFP4 experts), run through its loader.
+TEST(Synth, RoutingIsSpreadForKimiK3) {
+    test::ScratchDir scratch("synth-routing-k3");
+    const auto dir = scratch / "model";
+    const test::ExecResult synth = test::coli_exec({"synth", "--arch", "kimi_k3", "--out", dir.string(),
+                                                    "--scale", "16", "--layers", "2", "--experts", "128"},
+                                                   scratch.path());
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    const test::ExecResult run = test::coli_exec(
+        {"run", "-m", dir.string(), "--hot-set", "none", "--ids", "17,4242,99,1000,5,6000,321,77",
+         "--max-tokens", "32", "--ignore-eos", "--temperature", "0", "--ctx", "64"},
+        scratch.path());
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const RoutingFigures f = routing_parse(run.err);
+    ASSERT_GE(f.distinct_per_layer, 0) << "no routing line in stderr: " << run.err;
+    constexpr int kTopK = 16;
+    constexpr double kMinDistinct = 6 * kTopK;  // of 128; uniform gives ~127.4, collapse ~2-3 x k
+    constexpr double kMaxShared = 5;            // uniform gives k*k/E = 2, collapse ~k
     EXPECT_GE(f.distinct_per_layer, kMinDistinct) << run.err;
     EXPECT_LE(f.consecutive_shared, kMaxShared) << run.err;
 }
