@@ -33,8 +33,11 @@ BackendInfo cuda_info() {
 #endif
 }
 
-BackendInfo vulkan_info(int device) {
+// probe: look for a device (loading the driver: lavapipe's costs ~150 MB of RSS, which a run on another
+// backend should not pay).
+BackendInfo vulkan_info(int device, bool probe) {
 #if COLI_HAVE_VULKAN
+    if (!probe) return {"vulkan", true, false, "not probed", vulkan_supports};
     const VulkanProbe p = vulkan_probe(device);
     return {"vulkan",
             true,
@@ -49,19 +52,23 @@ BackendInfo vulkan_info(int device) {
 #endif
 }
 
-}  // namespace
-
-std::vector<BackendInfo> backend_list(int vk_device) {
+std::vector<BackendInfo> list_make(int vk_device, bool probe_vulkan) {
     return {
         cuda_info(),
-        vulkan_info(vk_device),
+        vulkan_info(vk_device, probe_vulkan),
         {"metal", false, false, "not compiled in: Metal needs macOS"},
         {"cpu", true, true, "always available", cpu_supports},
     };
 }
 
+}  // namespace
+
+std::vector<BackendInfo> backend_list(int vk_device) {
+    return list_make(vk_device, true);
+}
+
 std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool, const BackendOptions& opts) {
-    const std::vector<BackendInfo> all = backend_list(opts.vk_device);
+    const std::vector<BackendInfo> all = list_make(opts.vk_device, name == "auto" || name == "vulkan");
     std::string chosen(name);
     if (name == "auto") {
         for (const auto& b : all)

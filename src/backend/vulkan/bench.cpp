@@ -23,7 +23,7 @@ constexpr int kWarmup = 3;                     // untimed runs before timing
 constexpr int kRepeats = 9;                    // timed runs; the median is reported
 constexpr int kCallsPerRun = 100;              // back-to-back calls per timed run
 constexpr uint64_t kCopyBytes = 1ull << 30;    // device-to-device copy size (at most)
-constexpr uint64_t kSpanBytes = 512ull << 20;  // weight copies rotated over, at least this many bytes
+constexpr uint64_t kSpanBytes = 256ull << 20;  // weight copies rotated over: several times any L2 cache
 constexpr int kMaxCopies = 64;                 // at most this many copies of one weight
 constexpr double kGiga = 1e9;
 

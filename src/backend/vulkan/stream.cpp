@@ -48,6 +48,11 @@ void Stream::record_begin() {
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         vk_check(api.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
         recording_ = true;
+        concurrent_next_ = false;
+        return;
+    }
+    if (concurrent_next_) {
+        concurrent_next_ = false;
         return;
     }
     // Every command may read what any earlier one wrote: one global barrier, compute and transfer.

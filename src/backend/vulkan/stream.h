@@ -35,6 +35,9 @@ public:
     void download(const BufferPtr& src, uint64_t src_offset, void* dst, uint64_t bytes);
     // Submits what is recorded and waits for it.
     void finish();
+    // The next command does not depend on the one before it (different outputs, no read of the other's):
+    // no barrier between the two, so that the device may overlap them.
+    void concurrent_next() { concurrent_next_ = true; }
 
     const std::shared_ptr<Context>& context() const { return ctx_; }
 
@@ -47,6 +50,7 @@ private:
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
     bool recording_ = false;                   // cmd_ is open
+    bool concurrent_next_ = false;             // concurrent_next() was called
     uint32_t commands_ = 0;                    // commands recorded in the open batch
     uint64_t staged_bytes_ = 0;                // staging memory held by the open batch
     std::vector<BufferPtr> held_;              // buffers the open batch uses

@@ -1,8 +1,10 @@
 #version 450
-// Decode GEMV: y[t][r] = dot(x[t], row r of w) for kTokens tokens in one pass over w. One workgroup per
-// row; each thread reads whole 16-byte chunks of codes (rows of whole chunks only: the backend sends other
-// shapes to the GEMM), decodes them in registers and multiplies with x. Partial sums meet through subgroup
-// adds where the device has them (COLI_SUBGROUP=1), else through shared memory.
+// Decode GEMV: y[t][r] = dot(x[t], row r of w) for kTokens tokens in one pass over w. A workgroup of 128
+// threads takes kRows rows, one team of 128 / kRows threads per row, so that short rows (4-bit codes) still
+// keep every thread busy. Each thread reads whole 16-byte chunks of codes (rows of whole chunks only: the
+// backend sends other shapes to the GEMM), two chunks in flight, decodes them in registers and multiplies
+// with x. A team's partial sums meet through a subgroup add when one team is the whole workgroup and the
+// device has subgroup arithmetic (COLI_SUBGROUP=1), else through shared memory.
 #extension GL_GOOGLE_include_directive : require
 #if COLI_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -14,12 +16,14 @@ const uint kThreads = 128u;
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint kFormat = 0u;
 layout(constant_id = 1) const uint kTokens = 1u;  // 1 .. kMaxTokens
+layout(constant_id = 2) const uint kRows = 1u;    // rows per workgroup: 1, 2, 4 or 8
 const uint kMaxTokens = 8u;                        // = kVulkanGemvMaxTokens
+const uint kTeam = kThreads / kRows;               // threads per row
 
 layout(std430, binding = 0) readonly buffer WChunks { uvec4 wchunk[]; };
 layout(std430, binding = 1) readonly buffer WScale { uint wscale[]; };
-layout(std430, binding = 2) readonly buffer X { float x[]; };       // [kTokens, cols]
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };      // [kTokens, rows]
+layout(std430, binding = 2) readonly buffer X { float x[]; };         // [kTokens, cols]
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };        // [kTokens, rows]
 layout(std430, binding = 4) readonly buffer WData { uint wdata[]; };  // the codes again, for weight.glsl
 layout(push_constant) uniform Push {
     uint rows;
@@ -27,6 +31,11 @@ layout(push_constant) uniform Push {
 } pc;
 
 #include "weight.glsl"
+
+// Integer codes become floats without a conversion instruction (a quarter of the FMA rate on many GPUs):
+// the code is ORed into the mantissa of 2^23 and one subtraction removes 2^23 and the code's offset. Exact.
+const uint kMagic = 0x4b000000u;  // f32 bits of 2^23
+const float kTwo23 = 8388608.0;
 
 // Elements per 32-bit word of codes.
 uint word_elems() {
@@ -36,16 +45,25 @@ uint word_elems() {
     return 8u;
 }
 
+// e2m1 code to its value by its bits (exact; no table, no subnormal f32): 0, 0.5 for the two smallest
+// magnitudes, else 2^(e-1) (1 + m/2).
+float e2m1_bits(uint code) {
+    const uint mag = code & 7u;
+    const float v = mag < 2u ? float(mag) * 0.5 : uintBitsToFloat((((mag >> 1u) + 126u) << 23u) | ((mag & 1u) << 22u));
+    return (code & 8u) != 0u ? -v : v;
+}
+
 // Element e of a word of codes, before any scale.
 float word_value(uint u, uint e) {
     if (kFormat == kF32) return uintBitsToFloat(u);
     if (kFormat == kBf16) return bf16_value(bitfieldExtract(u, int(e * 16u), 16));
     if (kFormat == kF16) return f16_value(bitfieldExtract(u, int(e * 16u), 16));
-    if (kFormat == kInt8) return int8_value(bitfieldExtract(u, int(e * 8u), 8));
+    if (kFormat == kInt8)
+        return uintBitsToFloat(kMagic | (bitfieldExtract(u, int(e * 8u), 8) ^ 0x80u)) - (kTwo23 + 128.0);
     if (kFormat == kFp8) return fp8_value(bitfieldExtract(u, int(e * 8u), 8));
     const uint code = bitfieldExtract(u, int(e * 4u), 4);
-    if (kFormat == kInt4) return float(int(code) - kInt4Zero);
-    return kE2m1[code];
+    if (kFormat == kInt4) return uintBitsToFloat(kMagic | code) - (kTwo23 + float(kInt4Zero));
+    return e2m1_bits(code);
 }
 
 // The scale of chunk k of row r (1 for formats without chunk scales).
@@ -59,48 +77,62 @@ float chunk_scale(uint r, uint k, uint chunk_elems) {
     return 1.0;
 }
 
-shared float partial[kMaxTokens][kThreads];  // per thread, or per subgroup with COLI_SUBGROUP
+float acc[kMaxTokens];
+
+// Adds chunk k (codes q) of row r times x to acc.
+void chunk_add(uvec4 q, uint r, uint k) {
+    const uint epw = word_elems(), chunk_elems = 4u * epw, c0 = k * chunk_elems;
+    float part[kMaxTokens];
+    for (uint j = 0u; j < kTokens; ++j) part[j] = 0.0;
+    for (uint w = 0u; w < 4u; ++w)
+        for (uint e = 0u; e < epw; ++e) {
+            const float v = word_value(q[w], e);
+            const uint c = c0 + w * epw + e;
+            for (uint j = 0u; j < kTokens; ++j) part[j] += v * x[j * pc.cols + c];
+        }
+    const float s = chunk_scale(r, k, chunk_elems);
+    for (uint j = 0u; j < kTokens; ++j) acc[j] += part[j] * s;
+}
+
+shared float partial[kMaxTokens][kThreads];
 
 void main() {
-    const uint r = group_index();
-    if (r >= pc.rows) return;  // whole workgroup: no barrier is skipped by part of it
-    const uint t = gl_LocalInvocationID.x;
-    const uint epw = word_elems(), chunk_elems = 4u * epw, chunks = pc.cols / chunk_elems;
-    float acc[kMaxTokens];
+    const uint t = gl_LocalInvocationID.x, lane = t % kTeam;
+    const uint r = group_index() * kRows + t / kTeam;
+    const bool valid = r < pc.rows;  // no early return: the whole workgroup meets at the barriers
+    const uint chunks = pc.cols / (4u * word_elems());
     for (uint j = 0u; j < kTokens; ++j) acc[j] = 0.0;
-    for (uint k = t; k < chunks; k += kThreads) {
-        const uvec4 q = wchunk[r * chunks + k];
-        const uint c0 = k * chunk_elems;
-        float part[kMaxTokens];
-        for (uint j = 0u; j < kTokens; ++j) part[j] = 0.0;
-        for (uint w = 0u; w < 4u; ++w)
-            for (uint e = 0u; e < epw; ++e) {
-                const float v = word_value(q[w], e);
-                const uint c = c0 + w * epw + e;
-                for (uint j = 0u; j < kTokens; ++j) part[j] += v * x[j * pc.cols + c];
-            }
-        const float s = chunk_scale(r, k, chunk_elems);
-        for (uint j = 0u; j < kTokens; ++j) acc[j] += part[j] * s;
+    if (valid) {
+        uint k = lane;
+        for (; k + kTeam < chunks; k += 2u * kTeam) {
+            const uvec4 q0 = wchunk[r * chunks + k], q1 = wchunk[r * chunks + k + kTeam];
+            chunk_add(q0, r, k);
+            chunk_add(q1, r, k + kTeam);
+        }
+        if (k < chunks) chunk_add(wchunk[r * chunks + k], r, k);
     }
+    const float row_scale = (kFormat == kInt8 && valid) ? scale_f32(r) : 1.0;
 #if COLI_SUBGROUP
-    for (uint j = 0u; j < kTokens; ++j) {
-        const float sum = subgroupAdd(acc[j]);
-        if (subgroupElect()) partial[j][gl_SubgroupID] = sum;
+    if (kRows == 1u) {
+        for (uint j = 0u; j < kTokens; ++j) {
+            const float sum = subgroupAdd(acc[j]);
+            if (subgroupElect()) partial[j][gl_SubgroupID] = sum;
+        }
+        barrier();
+        if (t < kTokens && valid) {
+            float total = 0.0;
+            for (uint g = 0u; g < gl_NumSubgroups; ++g) total += partial[t][g];
+            y[t * pc.rows + r] = total * row_scale;
+        }
+        return;
     }
-    barrier();
-    if (t < kTokens) {
-        float total = 0.0;
-        for (uint g = 0u; g < gl_NumSubgroups; ++g) total += partial[t][g];
-        y[t * pc.rows + r] = kFormat == kInt8 ? total * scale_f32(r) : total;
-    }
-#else
+#endif
     for (uint j = 0u; j < kTokens; ++j) partial[j][t] = acc[j];
     barrier();
-    for (uint s = kThreads / 2u; s > 0u; s >>= 1u) {
-        if (t < s)
+    for (uint s = kTeam / 2u; s > 0u; s >>= 1u) {
+        if (lane < s)
             for (uint j = 0u; j < kTokens; ++j) partial[j][t] += partial[j][t + s];
         barrier();
     }
-    if (t < kTokens) y[t * pc.rows + r] = kFormat == kInt8 ? partial[t][0] * scale_f32(r) : partial[t][0];
-#endif
+    if (lane < kTokens && valid) y[lane * pc.rows + r] = partial[lane][t - lane] * row_scale;
 }
