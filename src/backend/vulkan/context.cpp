@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "backend/vulkan/buffer.h"
@@ -12,6 +13,8 @@ namespace coli::vk {
 namespace {
 
 constexpr const char* kPortabilitySubset = "VK_KHR_portability_subset";  // MoltenVK: must be enabled
+// Set: the shaders' paths for devices without subgroup arithmetic are used (tests run them on lavapipe).
+constexpr const char* kNoSubgroupsEnv = "COLI_VULKAN_NO_SUBGROUPS";
 
 // The first memory type with all of `want`, in heap `heap` when heap >= 0.
 int32_t memory_type_find(const VkPhysicalDeviceMemoryProperties& m, VkMemoryPropertyFlags want,
@@ -48,7 +51,8 @@ Context::Context(int index) {
     api.vkGetPhysicalDeviceProperties2(physical, &p2);
     subgroup_size = sub.subgroupSize;
     subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                          (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+                          (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                          std::getenv(kNoSubgroupsEnv) == nullptr;
 
     uint32_t families = 0;
     api.vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
