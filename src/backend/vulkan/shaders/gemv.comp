@@ -1,10 +1,10 @@
 #version 450
 // Decode GEMV: y[t][r] = dot(x[t], row r of w) for kTokens tokens in one pass over w. A workgroup of 128
 // threads takes kRows rows, one team of 128 / kRows threads per row, so that short rows (4-bit codes) still
-// keep every thread busy. Each thread reads whole 16-byte chunks of codes (rows of whole chunks only: the
-// backend sends other shapes to the GEMM), two chunks in flight, decodes them in registers and multiplies
-// with x. A team's partial sums meet through a subgroup add when one team is the whole workgroup and the
-// device has subgroup arithmetic (COLI_SUBGROUP=1), else through shared memory.
+// keep every thread busy. Each thread reads whole 16-byte chunks of codes (rows of whole chunks only, so
+// cols is a multiple of 4: the backend sends other shapes to the GEMM), two chunks in flight, decodes them
+// in registers and multiplies with x. A team's partial sums meet through a subgroup add when one team is
+// the whole workgroup and the device has subgroup arithmetic (COLI_SUBGROUP=1), else through shared memory.
 #extension GL_GOOGLE_include_directive : require
 #if COLI_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -22,7 +22,7 @@ const uint kTeam = kThreads / kRows;               // threads per row
 
 layout(std430, binding = 0) readonly buffer WChunks { uvec4 wchunk[]; };
 layout(std430, binding = 1) readonly buffer WScale { uint wscale[]; };
-layout(std430, binding = 2) readonly buffer X { float x[]; };         // [kTokens, cols]
+layout(std430, binding = 2) readonly buffer X { vec4 x4[]; };        // [kTokens, cols / 4]
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };        // [kTokens, rows]
 layout(std430, binding = 4) readonly buffer WData { uint wdata[]; };  // the codes again, for weight.glsl
 layout(push_constant) uniform Push {
@@ -79,19 +79,23 @@ float chunk_scale(uint r, uint k, uint chunk_elems) {
 
 float acc[kMaxTokens];
 
-// Adds chunk k (codes q) of row r times x to acc.
+const uint kMaxChunkElems = 32u;  // elements of a 16-byte chunk of 4-bit codes
+
+// Adds chunk k (codes q) of row r times x to acc: the chunk is decoded once, then dotted with each token's
+// x, read four floats at a time.
 void chunk_add(uvec4 q, uint r, uint k) {
-    const uint epw = word_elems(), chunk_elems = 4u * epw, c0 = k * chunk_elems;
-    float part[kMaxTokens];
-    for (uint j = 0u; j < kTokens; ++j) part[j] = 0.0;
+    const uint epw = word_elems(), chunk_elems = 4u * epw;
+    float v[kMaxChunkElems];
     for (uint w = 0u; w < 4u; ++w)
-        for (uint e = 0u; e < epw; ++e) {
-            const float v = word_value(q[w], e);
-            const uint c = c0 + w * epw + e;
-            for (uint j = 0u; j < kTokens; ++j) part[j] += v * x[j * pc.cols + c];
-        }
+        for (uint e = 0u; e < epw; ++e) v[w * epw + e] = word_value(q[w], e);
     const float s = chunk_scale(r, k, chunk_elems);
-    for (uint j = 0u; j < kTokens; ++j) acc[j] += part[j] * s;
+    const uint x0 = k * chunk_elems / 4u, row4 = pc.cols / 4u;
+    for (uint j = 0u; j < kTokens; ++j) {
+        float part = 0.0;
+        for (uint i = 0u; i < chunk_elems / 4u; ++i)
+            part += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), x4[j * row4 + x0 + i]);
+        acc[j] += part * s;
+    }
 }
 
 shared float partial[kMaxTokens][kThreads];
