@@ -26,6 +26,11 @@ constexpr uint64_t kCopyBytes = 1ull << 30;    // device-to-device copy size (at
 constexpr uint64_t kSpanBytes = 256ull << 20;  // weight copies rotated over: several times any L2 cache
 constexpr int kMaxCopies = 64;                 // at most this many copies of one weight
 constexpr double kGiga = 1e9;
+constexpr int kBenchExperts = 8;        // routed experts per token (DeepSeek V3, GLM-5)
+constexpr int64_t kExpertModel = 7168;  // d_model of DeepSeek V3 / Kimi
+constexpr int64_t kExpertFf = 2048;     // their expert d_ff
+constexpr int kMoeCallsPerRun = 10;     // MoE layers per timed run
+constexpr int kMaxMoeLayers = 8;        // layers of experts rotated over at most
 
 struct Shape {
     int64_t rows, cols;
@@ -51,6 +56,45 @@ double time_ms(vk::Stream& s, F&& f, int calls = kCallsPerRun) {
     }
     std::nth_element(ms.begin(), ms.begin() + kRepeats / 2, ms.end());
     return ms[kRepeats / 2];
+}
+
+uint64_t weight_bytes(const WeightView& v) {
+    return v.data_bytes() + v.scale_bytes();
+}
+
+// A MoE layer's routed experts in decode (one token, kBenchExperts experts) through moe_experts, once they
+// are in the device tier: the experts' bytes / time, beside the copy. Layers rotate so that calls read
+// device memory.
+void moe_decode_bench(VulkanBackend& b, uint64_t tier_bytes, double copy_gbps) {
+    fmt::print(
+        "\ndecode MoE layer, n = 1: {} experts of {}x{} (gate, up) and {}x{} (down) through moe_experts\n",
+        kBenchExperts, kExpertFf, kExpertModel, kExpertModel, kExpertFf);
+    fmt::print("{:<16} {:>7} {:>10} {:>10} {:>9}\n", "format", "layers", "us", "GB/s", "of copy");
+    Tensor x = b.tensor_new(1, kExpertModel), y = b.tensor_new(1, kExpertModel);
+    b.tensor_write(x, random_normal(kExpertModel, 5));
+    Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
+    for (int e = 0; e < kBenchExperts; ++e) r.experts.push_back(e);
+    const std::vector<float> gw = random_normal(kExpertFf * kExpertModel, 13),
+                             dw = random_normal(kExpertModel * kExpertFf, 17);
+    for (Format f : kFormats) {
+        const EncodedWeight gu = weight_encode(f, gw.data(), kExpertFf, kExpertModel),
+                            dn = weight_encode(f, dw.data(), kExpertModel, kExpertFf);
+        const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
+        const int layers = static_cast<int>(std::clamp<uint64_t>(
+            std::min(kSpanBytes / layer_bytes + 1, tier_bytes / (2 * layer_bytes)), 1, kMaxMoeLayers));
+        std::vector<std::vector<ExpertWeights>> experts(layers);
+        for (int l = 0; l < layers; ++l)
+            for (int e = 0; e < kBenchExperts; ++e)
+                experts[l].push_back(
+                    {e, Weight{gu.view(), nullptr, nullptr}, Weight{gu.view(), nullptr, nullptr},
+                     Weight{dn.view(), nullptr, nullptr}, static_cast<int32_t>(f) * kMaxMoeLayers + l});
+        for (int l = 0; l < layers; ++l) b.moe_experts(experts[l], r, x, y);  // uploads into the tier
+        const double ms = time_ms(
+            b.stream(), [&](int i) { b.moe_experts(experts[i % layers], r, x, y); }, kMoeCallsPerRun);
+        const double gbps = layer_bytes / (ms * 1e-3) / kGiga;
+        fmt::print("{:<16} {:>7} {:>10.1f} {:>10.0f} {:>8.0f}%\n", format_name(f), layers, ms * 1e3, gbps,
+                   100.0 * gbps / copy_gbps);
+    }
 }
 
 }  // namespace
@@ -87,7 +131,7 @@ void vulkan_bench_print(int device) {
         for (Format f : kFormats) {
             const EncodedWeight e = weight_encode(f, wf.data(), sh.rows, sh.cols);
             const WeightView v = e.view();
-            const uint64_t bytes = v.data_bytes() + v.scale_bytes();
+            const uint64_t bytes = weight_bytes(v);
             if (v.data_bytes() > ctx->props.limits.maxStorageBufferRange) {
                 fmt::print("{:<16} {:>6}x{:<7} skipped: larger than the device's largest storage buffer\n",
                            format_name(f), sh.rows, sh.cols);
@@ -109,6 +153,7 @@ void vulkan_bench_print(int device) {
                        100.0 * gbps / same_gbps);
         }
     }
+    moe_decode_bench(backend, ctx->info.local_bytes / 2, copy_gbps);
 }
 
 }  // namespace coli
