@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the build and the tests need; see README.md "Dependencies".
 packages=(build-essential cmake ninja-build pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev
-          libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+          glslc libvulkan-dev mesa-vulkan-drivers)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -25,5 +26,7 @@ if [[ -n "$nvcc_path" ]]; then
     cuda=(-DCOLI_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc_path")
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" "$@" >/dev/null
+# The Vulkan backend is always built: glslc and the headers are Debian packages, and Mesa's lavapipe
+# (mesa-vulkan-drivers) is a Vulkan device on the CPU, so its tests run everywhere, CI included.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLI_VULKAN=ON "${cuda[@]}" "$@" >/dev/null
 cmake --build build -j"$(nproc)"

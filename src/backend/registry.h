@@ -23,16 +23,19 @@ struct BackendInfo {
     bool available;               // compiled and a usable device was found
     std::string detail;           // the device when available, else why not and how to fix it
     SupportFn support = nullptr;  // capability by op, format and shape; nullptr: no backend written yet
+    std::string auto_skip;  // why `auto` passes over it although available (a software device), or empty
 };
 
 // Choices a device backend takes at creation.
 struct BackendOptions {
     uint64_t vram_bytes =
-        0;  // budget for resident weights and the expert tier; 0 = free memory less a reserve
+        0;               // budget for resident weights and the expert tier; 0 = free memory less a reserve
+    int vk_device = -1;  // Vulkan device index (--vk-device); -1 = the best one
 };
 
-// Every backend the project knows, in order of preference for `auto` (best first).
-std::vector<BackendInfo> backend_list();
+// Every backend the project knows, in order of preference for `auto` (best first). vk_device: the Vulkan
+// device whose availability is reported (-1: the best one).
+std::vector<BackendInfo> backend_list(int vk_device = -1);
 
 // Creates the named backend; "auto" picks the first available in backend_list() order and says so on
 // stderr. An unknown name, or one not compiled in or without a device, is a coli::Error that says why

@@ -40,6 +40,9 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
     cmd.add_option("--vram-gb", o.vram_gb,
                    "Device memory for dense weights and the expert tier, GB (0 = free memory less a reserve)")
         ->capture_default_str();
+    cmd.add_option("--vk-device", o.vk_device,
+                   "Vulkan device index (-1 = the best one; `coli backends` lists them)")
+        ->capture_default_str();
     cmd.add_option("--expert-cache", o.expert_cache,
                    "Cached experts per layer (0 = limited by --ram-gb only)")
         ->capture_default_str();

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# On a GPU machine: the Vulkan backend's acceptance checks in one go (op tests, oracle fixtures, CPU vs
+# Vulkan greedy ids, fault injection, benchmarks beside the CUDA backend's). Usage:
+#   scripts/vulkan_check.sh BIN_DIR [OUT_DIR]
+#   BIN_DIR holds coli and test_backend (built with -DCOLI_VULKAN=ON, and -DCOLI_CUDA=ON for the CUDA
+#   figures), and lib/ with the shared libraries the machine lacks, the Vulkan loader libvulkan.so.1
+#   included (scripts/vulkan_bundle.sh makes it). Logs go to OUT_DIR (default: .).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=$1
+out=${2:-.}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+status=0
+step() { echo; echo "=== $*"; }
+
+step "device"
+nvidia-smi -L || true
+# NVIDIA's ICD manifest is normally in /usr/share/vulkan/icd.d or /etc/vulkan/icd.d. In a container that
+# mounts the driver without it, a manifest naming the driver's Vulkan library (libGLX_nvidia.so.0) is made.
+icd=$(ls /usr/share/vulkan/icd.d/nvidia_icd*.json /etc/vulkan/icd.d/nvidia_icd*.json 2>/dev/null | head -n 1)
+if [[ -z "$icd" && -z "${VK_ICD_FILENAMES:-}" ]] && ldconfig -p | grep -q libGLX_nvidia.so.0; then
+    icd="$out/nvidia_icd.json"
+    printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.3"}}\n' \
+        >"$icd"
+    export VK_ICD_FILENAMES="$icd"
+fi
+echo "vulkan ICD: ${VK_ICD_FILENAMES:-${icd:-none found, the loader searches its default paths}}"
+"$bin/coli" backends | sed -n '1,/^$/p' || status=1
+
+step "op tests on vulkan"
+"$bin/coli" test-ops --backend vulkan --require 2>&1 | tee "$out/test_ops_vulkan.txt" || status=1
+
+step "oracle fixtures on every device backend (logits, argmax, greedy ids, cache 0 and 1)"
+"$bin/test_backend" --gtest_filter='BackendOracle*' 2>&1 | tee "$out/fixtures.txt" | tail -n 50 || status=1
+
+step "greedy ids: cpu vs vulkan, and vulkan with an injected matmul fault"
+declare -A prompts=([olmoe_gqa]=298,275,120,325,190,433,174,242,66,264,152,226,401,133,341,111
+                    [olmoe_bf16]=201,271,492,439,33,492,447,448,249,232,139,139,184,200,57,183
+                    [olmoe_clip]=54,203,457,107,90,439,404,49,278,9,184,225,294,352,88,396
+                    [deepseek_v3]=5,17,99,200,33,150,8,61,120,240,7,77
+                    [deepseek_v3_noq]=250,3,64,128,9,31,177,45,2,199,86,140
+                    [deepseek_v3_fp8]=12,200,45,3,99,180,64,7,250,31,90,141
+                    [deepseek_v32]=5,17,99,200,33,150,8,61,120,240,7,77
+                    [glm_moe_dsa]=250,3,64,128,9,31,177,45,2,199,86,140)
+for fx in "${!prompts[@]}"; do
+    args=(run --model "tests/fixtures/$fx" --ids "${prompts[$fx]}" --max-tokens 8 --temperature 0 --print-ids
+          --hot-set none)
+    cpu=$("$bin/coli" "${args[@]}" --backend cpu 2>/dev/null | tail -n 1)
+    gpu=$("$bin/coli" "${args[@]}" --backend vulkan 2>"$out/run_$fx.err" | tail -n 1)
+    fault=$(COLI_VULKAN_FAIL_OP=matmul "$bin/coli" "${args[@]}" --backend vulkan 2>"$out/fault_$fx.err" |
+            tail -n 1)
+    echo "$fx cpu    $cpu"
+    echo "$fx vulkan $gpu"
+    echo "$fx fault  $fault"
+    [[ "$cpu" == "$gpu" && "$cpu" == "$fault" && -n "$cpu" ]] || { echo "MISMATCH on $fx"; status=1; }
+done
+cat "$out/run_olmoe_gqa.err"
+grep -E "warning|fallbacks" "$out/fault_olmoe_gqa.err"
+
+step "benchmarks: vulkan, then cuda in the same run"
+"$bin/coli" test-ops --backend vulkan --bench 2>&1 | sed -n '/^device:/,$p' | tee "$out/bench_vulkan.txt" || status=1
+if "$bin/coli" backends | grep -qE "^  cuda +available"; then
+    "$bin/coli" test-ops --backend cuda --bench 2>&1 | sed -n '/^device:/,$p' | tee "$out/bench_cuda.txt" ||
+        status=1
+    step "decode GEMV side by side (GB/s and share of each backend's own device copy)"
+    # Rows of the GEMV tables: format, RxC shape, us, GB/s, % of copy, same-size GB/s, % of it.
+    awk 'FNR == 1 { file++ }
+         $2 ~ /^[0-9]+x[0-9]+$/ && NF == 7 { key = $1 " " $2; if (file == 1) { vk[key] = $4 " " $5; order[++n] = key }
+                                              else cu[key] = $4 " " $5 }
+         END { printf "%-16s %-10s %12s %8s %12s %8s %10s\n", "format", "shape", "vulkan GB/s", "of copy",
+                      "cuda GB/s", "of copy", "vk / cuda"
+               for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " "); split(vk[k], a, " "); split(cu[k], b, " ")
+                   printf "%-16s %-10s %12s %8s %12s %8s %9.0f%%\n", f[1], f[2], a[1], a[2], b[1], b[2],
+                          (b[1] > 0 ? 100 * a[1] / b[1] : 0) } }' \
+        "$out/bench_vulkan.txt" "$out/bench_cuda.txt" | tee "$out/bench_side_by_side.txt"
+else
+    echo "cuda: not available in this build or on this machine; no CUDA figures"
+fi
+exit $status

@@ -1,0 +1,159 @@
+// `coli test-ops --bench` on Vulkan: decode GEMV speed per format beside its bound, measured in the same
+// run: weight bytes / time against a device-to-device copy (bytes read + written / time) of the whole
+// buffer and of the same bytes. Weights rotate over copies spanning kSpanBytes so that calls read device
+// memory, not a cache. Times are host-measured over kCallsPerRun back-to-back calls in one submission (the
+// submission overhead is spread over them), the median of kRepeats runs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "backend/vulkan/vulkan_backend.h"
+#include "backend/vulkan/vulkan_backend_impl.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "core/thread_pool.h"
+
+namespace coli {
+
+namespace {
+
+constexpr int kWarmup = 3;                     // untimed runs before timing
+constexpr int kRepeats = 9;                    // timed runs; the median is reported
+constexpr int kCallsPerRun = 100;              // back-to-back calls per timed run
+constexpr uint64_t kCopyBytes = 1ull << 30;    // device-to-device copy size (at most)
+constexpr uint64_t kSpanBytes = 256ull << 20;  // weight copies rotated over: several times any L2 cache
+constexpr int kMaxCopies = 64;                 // at most this many copies of one weight
+constexpr double kGiga = 1e9;
+constexpr int kBenchExperts = 8;        // routed experts per token (DeepSeek V3, GLM-5)
+constexpr int64_t kExpertModel = 7168;  // d_model of DeepSeek V3 / Kimi
+constexpr int64_t kExpertFf = 2048;     // their expert d_ff
+constexpr int kMoeCallsPerRun = 10;     // MoE layers per timed run
+constexpr int kMaxMoeLayers = 8;        // layers of experts rotated over at most
+
+struct Shape {
+    int64_t rows, cols;
+};
+// The CUDA benchmark's shapes: MoE expert matrices (DeepSeek V3 / Kimi, GLM) and one large matrix.
+constexpr Shape kShapes[] = {{7168, 2048}, {2048, 7168}, {6144, 2048}, {8192, 8192}};
+constexpr Format kFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
+                               Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
+
+// Milliseconds per call of f: the median of kRepeats runs of `calls` calls, each run one submission.
+template <typename F>
+double time_ms(vk::Stream& s, F&& f, int calls = kCallsPerRun) {
+    int i = 0;
+    for (int w = 0; w < kWarmup; ++w) f(i++);
+    s.finish();
+    std::vector<double> ms(kRepeats);
+    for (double& run : ms) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int c = 0; c < calls; ++c) f(i++);
+        s.finish();
+        run = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+              calls;
+    }
+    std::nth_element(ms.begin(), ms.begin() + kRepeats / 2, ms.end());
+    return ms[kRepeats / 2];
+}
+
+uint64_t weight_bytes(const WeightView& v) {
+    return v.data_bytes() + v.scale_bytes();
+}
+
+// A MoE layer's routed experts in decode (one token, kBenchExperts experts) through moe_experts, once they
+// are in the device tier: the experts' bytes / time, beside the copy. Layers rotate so that calls read
+// device memory.
+void moe_decode_bench(VulkanBackend& b, uint64_t tier_bytes, double copy_gbps) {
+    fmt::print(
+        "\ndecode MoE layer, n = 1: {} experts of {}x{} (gate, up) and {}x{} (down) through moe_experts\n",
+        kBenchExperts, kExpertFf, kExpertModel, kExpertModel, kExpertFf);
+    fmt::print("{:<16} {:>7} {:>10} {:>10} {:>9}\n", "format", "layers", "us", "GB/s", "of copy");
+    Tensor x = b.tensor_new(1, kExpertModel), y = b.tensor_new(1, kExpertModel);
+    b.tensor_write(x, random_normal(kExpertModel, 5));
+    Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
+    for (int e = 0; e < kBenchExperts; ++e) r.experts.push_back(e);
+    const std::vector<float> gw = random_normal(kExpertFf * kExpertModel, 13),
+                             dw = random_normal(kExpertModel * kExpertFf, 17);
+    for (Format f : kFormats) {
+        const EncodedWeight gu = weight_encode(f, gw.data(), kExpertFf, kExpertModel),
+                            dn = weight_encode(f, dw.data(), kExpertModel, kExpertFf);
+        const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
+        const int layers = static_cast<int>(std::clamp<uint64_t>(
+            std::min(kSpanBytes / layer_bytes + 1, tier_bytes / (2 * layer_bytes)), 1, kMaxMoeLayers));
+        std::vector<std::vector<ExpertWeights>> experts(layers);
+        for (int l = 0; l < layers; ++l)
+            for (int e = 0; e < kBenchExperts; ++e)
+                experts[l].push_back(
+                    {e, Weight{gu.view(), nullptr, nullptr}, Weight{gu.view(), nullptr, nullptr},
+                     Weight{dn.view(), nullptr, nullptr}, static_cast<int32_t>(f) * kMaxMoeLayers + l});
+        for (int l = 0; l < layers; ++l) b.moe_experts(experts[l], r, x, y);  // uploads into the tier
+        const double ms = time_ms(
+            b.stream(), [&](int i) { b.moe_experts(experts[i % layers], r, x, y); }, kMoeCallsPerRun);
+        const double gbps = layer_bytes / (ms * 1e-3) / kGiga;
+        fmt::print("{:<16} {:>7} {:>10.1f} {:>10.0f} {:>8.0f}%\n", format_name(f), layers, ms * 1e3, gbps,
+                   100.0 * gbps / copy_gbps);
+    }
+}
+
+}  // namespace
+
+void vulkan_bench_print(int device) {
+    std::string why;
+    const int picked = vk::device_pick(vk::device_list(), device, &why);
+    check(picked >= 0, "vulkan bench: {}", why);
+    auto ctx = std::make_shared<vk::Context>(picked);
+    VulkanBackend backend(ctx, 0, default_pool());
+    vk::Stream& s = backend.stream();
+
+    const uint64_t copy_bytes = std::min<uint64_t>(kCopyBytes, ctx->info.local_bytes / 8);
+    const vk::BufferPtr src = vk::buffer_new(ctx, copy_bytes, vk::Memory::device),
+                        dst = vk::buffer_new(ctx, copy_bytes, vk::Memory::device);
+    s.zero(src);
+    const double copy_ms = time_ms(
+        s, [&](int) { s.copy(src, 0, dst, 0, copy_bytes); }, 1);
+    const double copy_gbps = 2.0 * copy_bytes / (copy_ms * 1e-3) / kGiga;
+    fmt::print("device: {}\n", backend.description());
+    fmt::print("device-to-device copy: {:.0f} GB/s (bytes read + written, {:.0f} MB)\n\n", copy_gbps,
+               copy_bytes / 1e6);
+
+    fmt::print(
+        "decode GEMV, n = 1 (weight bytes / time; bounds: the copy above, and a copy of the same bytes)\n");
+    fmt::print("{:<16} {:>14} {:>10} {:>10} {:>9} {:>12} {:>9}\n", "format", "shape", "us", "GB/s", "of copy",
+               "same-size", "of it");
+    const int64_t max_cols = 8192;
+    const std::vector<float> xh = random_normal(max_cols, 7);
+    const vk::BufferPtr x = backend.upload(xh.data(), xh.size() * sizeof(float));
+    const vk::BufferPtr y = backend.scratch(max_cols);
+    for (const Shape& sh : kShapes) {
+        const std::vector<float> wf = random_normal(static_cast<size_t>(sh.rows * sh.cols), 11);
+        for (Format f : kFormats) {
+            const EncodedWeight e = weight_encode(f, wf.data(), sh.rows, sh.cols);
+            const WeightView v = e.view();
+            const uint64_t bytes = weight_bytes(v);
+            if (v.data_bytes() > ctx->props.limits.maxStorageBufferRange) {
+                fmt::print("{:<16} {:>6}x{:<7} skipped: larger than the device's largest storage buffer\n",
+                           format_name(f), sh.rows, sh.cols);
+                continue;
+            }
+            const int copies = static_cast<int>(std::clamp<uint64_t>(kSpanBytes / bytes + 1, 1, kMaxCopies));
+            std::vector<vk::DeviceWeight> w;
+            for (int c = 0; c < copies; ++c) w.push_back(vk::weight_to_device(s, v));
+            const double ms = time_ms(s, [&](int i) { backend.matmul_device(w[i % copies], x, 1, y); });
+            const double gbps = bytes / (ms * 1e-3) / kGiga;
+            const uint64_t slots = std::max<uint64_t>(1, copy_bytes / bytes);
+            const double same_ms = time_ms(s, [&](int i) {
+                const uint64_t off = (static_cast<uint64_t>(i) % slots) * bytes;
+                s.copy(src, off, dst, off, std::min(bytes, copy_bytes));
+            });
+            const double same_gbps = 2.0 * std::min(bytes, copy_bytes) / (same_ms * 1e-3) / kGiga;
+            fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n",
+                       format_name(f), sh.rows, sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps,
+                       100.0 * gbps / same_gbps);
+        }
+    }
+    moe_decode_bench(backend, ctx->info.local_bytes / 2, copy_gbps);
+}
+
+}  // namespace coli

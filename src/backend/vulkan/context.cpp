@@ -1,0 +1,126 @@
+#include "backend/vulkan/context.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "backend/vulkan/buffer.h"
+#include "core/error.h"
+
+namespace coli::vk {
+
+namespace {
+
+constexpr const char* kPortabilitySubset = "VK_KHR_portability_subset";  // MoltenVK: must be enabled
+// Set: the shaders' paths for devices without subgroup arithmetic are used (tests run them on lavapipe).
+constexpr const char* kNoSubgroupsEnv = "COLI_VULKAN_NO_SUBGROUPS";
+
+// The first memory type with all of `want`, in heap `heap` when heap >= 0.
+int32_t memory_type_find(const VkPhysicalDeviceMemoryProperties& m, VkMemoryPropertyFlags want,
+                         int64_t heap = -1) {
+    for (uint32_t i = 0; i < m.memoryTypeCount; ++i)
+        if ((m.memoryTypes[i].propertyFlags & want) == want &&
+            (heap < 0 || m.memoryTypes[i].heapIndex == static_cast<uint32_t>(heap)))
+            return static_cast<int32_t>(i);
+    return -1;
+}
+
+}  // namespace
+
+Context::Context(int index) {
+    const DeviceList& list = device_list();
+    check(list.error.empty() && index >= 0 && index < static_cast<int>(list.devices.size()),
+          "vulkan: device {} is not available: {}", index, list.error);
+    info = list.devices[index];
+    api = *api_load(nullptr);
+    instance = instance_create(api);
+    api_load_instance(api, instance);
+    uint32_t count = 0;
+    api.vkEnumeratePhysicalDevices(instance, &count, nullptr);
+    std::vector<VkPhysicalDevice> devices(count);
+    api.vkEnumeratePhysicalDevices(instance, &count, devices.data());
+    check(index < static_cast<int>(count), "vulkan: device {} disappeared", index);
+    physical = devices[index];
+    api.vkGetPhysicalDeviceProperties(physical, &props);
+    api.vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+
+    VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &sub;
+    api.vkGetPhysicalDeviceProperties2(physical, &p2);
+    subgroup_size = sub.subgroupSize;
+    subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                          std::getenv(kNoSubgroupsEnv) == nullptr;
+
+    uint32_t families = 0;
+    api.vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
+    std::vector<VkQueueFamilyProperties> q(families);
+    api.vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, q.data());
+    queue_family = families;
+    for (uint32_t f = 0; f < families && queue_family == families; ++f)
+        if (q[f].queueFlags & VK_QUEUE_COMPUTE_BIT) queue_family = f;
+    check(queue_family < families, "vulkan: {} has no compute queue", info.name);
+
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci.queueFamilyIndex = queue_family;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &priority;
+    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    const char* ext[] = {kPortabilitySubset};
+    if (device_has_extension(api, physical, kPortabilitySubset)) {
+        dci.enabledExtensionCount = 1;
+        dci.ppEnabledExtensionNames = ext;
+    }
+    vk_check(api.vkCreateDevice(physical, &dci, nullptr, &device), "vkCreateDevice");
+    api.vkGetDeviceQueue(device, queue_family, 0, &queue);
+
+    // Memory: device-local for everything the shaders touch; host-visible coherent for staging (cached
+    // when offered: tensor reads copy out of it). Where a device-local type is host-visible and the device
+    // is not discrete (shared memory), weights are written in place without a staging copy.
+    const int32_t local = memory_type_find(memory, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    check(local >= 0, "vulkan: {} has no device-local memory type", info.name);
+    local_type = static_cast<uint32_t>(local);
+    constexpr VkMemoryPropertyFlags kHost =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int32_t staging = memory_type_find(memory, kHost | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (staging < 0) staging = memory_type_find(memory, kHost);
+    check(staging >= 0, "vulkan: {} has no host-visible coherent memory type", info.name);
+    staging_type = static_cast<uint32_t>(staging);
+    if (info.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU)
+        unified_type = memory_type_find(memory, kHost | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                        memory.memoryTypes[local_type].heapIndex);
+
+    VkDescriptorSetLayoutBinding bindings[kMaxBindings];
+    for (uint32_t b = 0; b < kMaxBindings; ++b)
+        bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo lci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    lci.bindingCount = kMaxBindings;
+    lci.pBindings = bindings;
+    vk_check(api.vkCreateDescriptorSetLayout(device, &lci, nullptr, &set_layout), "descriptor set layout");
+    const VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes};
+    VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pci.setLayoutCount = 1;
+    pci.pSetLayouts = &set_layout;
+    pci.pushConstantRangeCount = 1;
+    pci.pPushConstantRanges = &push;
+    vk_check(api.vkCreatePipelineLayout(device, &pci, nullptr, &pipeline_layout), "pipeline layout");
+    pool = std::make_unique<BufferPool>(*this);
+}
+
+Context::~Context() {
+    if (device != VK_NULL_HANDLE) {
+        api.vkDeviceWaitIdle(device);
+        pool.reset();
+        api.vkDestroyPipelineLayout(device, pipeline_layout, nullptr);
+        api.vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
+        api.vkDestroyDevice(device, nullptr);
+    }
+    if (instance != VK_NULL_HANDLE) api.vkDestroyInstance(instance, nullptr);
+}
+
+}  // namespace coli::vk

@@ -1,0 +1,47 @@
+#include "backend/vulkan/pipelines.h"
+
+#include "core/error.h"
+
+namespace coli::vk {
+
+Pipelines::~Pipelines() {
+    const Api& api = ctx_->api;
+    for (auto& [key, p] : cache_) api.vkDestroyPipeline(ctx_->device, p, nullptr);
+    for (auto& [name, m] : modules_) api.vkDestroyShaderModule(ctx_->device, m, nullptr);
+}
+
+VkPipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t> spec) {
+    std::pair<std::string, std::vector<uint32_t>> key{std::string(name), std::vector<uint32_t>(spec)};
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const Api& api = ctx_->api;
+    auto mod = modules_.find(name);
+    if (mod == modules_.end()) {
+        const std::span<const uint32_t> code = shader_spirv(name);
+        VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+        mci.codeSize = code.size_bytes();
+        mci.pCode = code.data();
+        VkShaderModule m = VK_NULL_HANDLE;
+        vk_check(api.vkCreateShaderModule(ctx_->device, &mci, nullptr, &m), "vkCreateShaderModule");
+        mod = modules_.emplace(std::string(name), m).first;
+    }
+    std::vector<VkSpecializationMapEntry> entries;
+    for (uint32_t i = 0; i < key.second.size(); ++i)
+        entries.push_back({i, static_cast<uint32_t>(i * sizeof(uint32_t)), sizeof(uint32_t)});
+    VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(),
+                            key.second.size() * sizeof(uint32_t), key.second.data()};
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = mod->second;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
+    ci.layout = ctx_->pipeline_layout;
+    VkPipeline p = VK_NULL_HANDLE;
+    const VkResult r = api.vkCreateComputePipelines(ctx_->device, VK_NULL_HANDLE, 1, &ci, nullptr, &p);
+    check(r == VK_SUCCESS, "vulkan: building the pipeline of shader '{}' failed: {}", name,
+          vk_result_name(r));
+    cache_.emplace(std::move(key), p);
+    return p;
+}
+
+}  // namespace coli::vk

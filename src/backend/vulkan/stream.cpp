@@ -1,0 +1,189 @@
+#include "backend/vulkan/stream.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace coli::vk {
+
+namespace {
+constexpr uint32_t kSetsPerPool = 512;               // descriptor sets per descriptor pool
+constexpr uint32_t kMaxBatchCommands = 2048;         // commands per submission before an automatic finish
+constexpr uint64_t kStagingChunk = 64ull << 20;      // bytes per staging copy of a large upload
+constexpr uint64_t kMaxBatchStaging = 256ull << 20;  // staging memory a batch may hold before finishing
+}  // namespace
+
+Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
+    const Api& api = ctx_->api;
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = ctx_->queue_family;
+    vk_check(api.vkCreateCommandPool(ctx_->device, &pci, nullptr, &command_pool_), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = command_pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    vk_check(api.vkAllocateCommandBuffers(ctx_->device, &ai, &cmd_), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    vk_check(api.vkCreateFence(ctx_->device, &fci, nullptr, &fence_), "vkCreateFence");
+}
+
+Stream::~Stream() {
+    try {
+        finish();
+    } catch (const Error&) {  // a lost device at exit: nothing left to report it to
+    }
+    const Api& api = ctx_->api;
+    for (VkDescriptorPool p : set_pools_) api.vkDestroyDescriptorPool(ctx_->device, p, nullptr);
+    api.vkDestroyFence(ctx_->device, fence_, nullptr);
+    api.vkDestroyCommandPool(ctx_->device, command_pool_, nullptr);
+}
+
+void Stream::record_begin() {
+    if (commands_ >= kMaxBatchCommands || staged_bytes_ >= kMaxBatchStaging) finish();
+    const Api& api = ctx_->api;
+    if (!recording_) {
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        vk_check(api.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+        recording_ = true;
+        concurrent_next_ = false;
+        return;
+    }
+    if (concurrent_next_) {
+        concurrent_next_ = false;
+        return;
+    }
+    // Every command may read what any earlier one wrote: one global barrier, compute and transfer.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                       VK_ACCESS_TRANSFER_WRITE_BIT;
+    constexpr VkPipelineStageFlags kStages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    api.vkCmdPipelineBarrier(cmd_, kStages, kStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+VkDescriptorSet Stream::set_new() {
+    const Api& api = ctx_->api;
+    if (set_pool_ < set_pools_.size() && sets_taken_ == kSetsPerPool) {
+        ++set_pool_;
+        sets_taken_ = 0;
+    }
+    if (set_pool_ == set_pools_.size()) {
+        const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+        VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        pci.maxSets = kSetsPerPool;
+        pci.poolSizeCount = 1;
+        pci.pPoolSizes = &size;
+        VkDescriptorPool pool = VK_NULL_HANDLE;
+        vk_check(api.vkCreateDescriptorPool(ctx_->device, &pci, nullptr, &pool), "vkCreateDescriptorPool");
+        set_pools_.push_back(pool);
+        sets_taken_ = 0;
+    }
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = set_pools_[set_pool_];
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &ctx_->set_layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    vk_check(api.vkAllocateDescriptorSets(ctx_->device, &ai, &set), "vkAllocateDescriptorSets");
+    ++sets_taken_;
+    return set;
+}
+
+void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
+                      uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+    check(buffers.size() >= 1 && buffers.size() <= kMaxBindings && push_bytes <= kPushBytes,
+          "vulkan: dispatch with {} buffers and {} push bytes", buffers.size(), push_bytes);
+    if (gx == 0 || gy == 0 || gz == 0) return;
+    const VkPhysicalDeviceLimits& lim = ctx_->props.limits;
+    check(gx <= lim.maxComputeWorkGroupCount[0] && gy <= lim.maxComputeWorkGroupCount[1] &&
+              gz <= lim.maxComputeWorkGroupCount[2],
+          "vulkan: {}x{}x{} workgroups exceed the device's limits", gx, gy, gz);
+    record_begin();
+    const Api& api = ctx_->api;
+    const VkDescriptorSet set = set_new();
+    VkDescriptorBufferInfo infos[kMaxBindings];
+    VkWriteDescriptorSet writes[kMaxBindings];
+    uint32_t b = 0;
+    for (const BufferPtr& buf : buffers) {
+        infos[b] = {buf->buffer, 0, VK_WHOLE_SIZE};
+        writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[b].dstSet = set;
+        writes[b].dstBinding = b;
+        writes[b].descriptorCount = 1;
+        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[b].pBufferInfo = &infos[b];
+        held_.push_back(buf);
+        ++b;
+    }
+    api.vkUpdateDescriptorSets(ctx_->device, b, writes, 0, nullptr);
+    api.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    api.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_->pipeline_layout, 0, 1, &set, 0,
+                                nullptr);
+    if (push_bytes > 0)
+        api.vkCmdPushConstants(cmd_, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    api.vkCmdDispatch(cmd_, gx, gy, gz);
+    ++commands_;
+}
+
+void Stream::copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& dst, uint64_t dst_offset,
+                  uint64_t bytes) {
+    if (bytes == 0) return;
+    record_begin();
+    const VkBufferCopy region{src_offset, dst_offset, bytes};
+    ctx_->api.vkCmdCopyBuffer(cmd_, src->buffer, dst->buffer, 1, &region);
+    held_.push_back(src);
+    held_.push_back(dst);
+    ++commands_;
+}
+
+void Stream::zero(const BufferPtr& dst) {
+    record_begin();
+    ctx_->api.vkCmdFillBuffer(cmd_, dst->buffer, 0, VK_WHOLE_SIZE, 0);
+    held_.push_back(dst);
+    ++commands_;
+}
+
+void Stream::upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
+    for (uint64_t done = 0; done < bytes;) {
+        const uint64_t part = std::min(bytes - done, kStagingChunk);
+        BufferPtr staging = buffer_new(ctx_, part, Memory::staging);
+        std::memcpy(staging->mapped, static_cast<const uint8_t*>(src) + done, part);
+        copy(staging, 0, dst, dst_offset + done, part);
+        staged_bytes_ += staging->bytes;
+        done += part;
+    }
+}
+
+void Stream::download(const BufferPtr& src, uint64_t src_offset, void* dst, uint64_t bytes) {
+    if (bytes == 0) return finish();
+    BufferPtr staging = buffer_new(ctx_, bytes, Memory::staging);
+    copy(src, src_offset, staging, 0, bytes);
+    finish();
+    std::memcpy(dst, staging->mapped, bytes);
+}
+
+void Stream::finish() {
+    if (!recording_) return;
+    const Api& api = ctx_->api;
+    recording_ = false;
+    vk_check(api.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd_;
+    vk_check(api.vkQueueSubmit(ctx_->queue, 1, &si, fence_), "vkQueueSubmit");
+    const VkResult waited = api.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX);
+    vk_check(api.vkResetFences(ctx_->device, 1, &fence_), "vkResetFences");
+    vk_check(api.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    for (VkDescriptorPool p : set_pools_) api.vkResetDescriptorPool(ctx_->device, p, 0);
+    set_pool_ = 0;
+    sets_taken_ = 0;
+    commands_ = 0;
+    staged_bytes_ = 0;
+    held_.clear();
+    vk_check(waited, "the device's work (vkWaitForFences)");
+}
+
+}  // namespace coli::vk

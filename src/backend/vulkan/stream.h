@@ -1,0 +1,62 @@
+// Commands in program order on the device's queue: dispatches, copies and fills are recorded into one
+// command buffer, each after a full barrier on the previous ones, and submitted when the host needs a
+// result (finish) or when the batch is long. The stream keeps every buffer a pending command uses alive
+// until the batch completes.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "backend/vulkan/buffer.h"
+#include "backend/vulkan/context.h"
+
+namespace coli::vk {
+
+class Stream {
+public:
+    explicit Stream(std::shared_ptr<Context> ctx);
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    // Runs `pipeline` over groups (x, y, z) with buffers bound to bindings 0, 1, ... and push constants.
+    void dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
+                  uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    // dst[dst_offset, + bytes) = src[src_offset, + bytes).
+    void copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& dst, uint64_t dst_offset,
+              uint64_t bytes);
+    // Zero-fills the whole buffer.
+    void zero(const BufferPtr& dst);
+    // dst[dst_offset, + bytes) = host bytes, through staging memory (src may go away after the call).
+    void upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, uint64_t bytes);
+    // host dst = src[src_offset, + bytes), after every command before it (waits).
+    void download(const BufferPtr& src, uint64_t src_offset, void* dst, uint64_t bytes);
+    // Submits what is recorded and waits for it.
+    void finish();
+    // The next command does not depend on the one before it (different outputs, no read of the other's):
+    // no barrier between the two, so that the device may overlap them.
+    void concurrent_next() { concurrent_next_ = true; }
+
+    const std::shared_ptr<Context>& context() const { return ctx_; }
+
+private:
+    void record_begin();  // opens the command buffer and adds the barrier before the next command
+    VkDescriptorSet set_new();
+
+    std::shared_ptr<Context> ctx_;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    bool recording_ = false;                   // cmd_ is open
+    bool concurrent_next_ = false;             // concurrent_next() was called
+    uint32_t commands_ = 0;                    // commands recorded in the open batch
+    uint64_t staged_bytes_ = 0;                // staging memory held by the open batch
+    std::vector<BufferPtr> held_;              // buffers the open batch uses
+    std::vector<VkDescriptorPool> set_pools_;  // descriptor pools, reset after each batch
+    size_t set_pool_ = 0;                      // the pool sets come from now
+    uint32_t sets_taken_ = 0;                  // sets taken from it
+};
+
+}  // namespace coli::vk

@@ -1,0 +1,303 @@
+// The Vulkan backend: device selection, memory, weights, faults and the row-wise ops.
+#include "backend/vulkan/vulkan_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/vulkan/limits.h"
+#include "backend/vulkan/support.h"
+#include "backend/vulkan/vulkan_backend_impl.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace coli {
+
+namespace {
+
+constexpr double kBytesPerGB = 1e9;
+constexpr double kBytesPerMB = 1e6;
+constexpr uint32_t kThreads = 256;                       // local size of the grid-stride shaders
+constexpr const char* kFailEnv = "COLI_VULKAN_FAIL_OP";  // comma-separated op names that fail on purpose
+// Specialization of elementwise.comp.
+constexpr uint32_t kOpAdd = 0, kOpClamp = 1;
+// Specialization of norm.comp.
+constexpr uint32_t kNormRms = 0, kNormLayer = 1;
+
+struct ElementwisePush {
+    uint32_t count;
+    float lo, hi;
+};
+struct NormPush {
+    uint32_t d;
+    float eps;
+};
+
+}  // namespace
+
+vk::BufferPtr buffer_of(const Tensor& t) {
+    return std::static_pointer_cast<vk::Buffer>(t.storage_shared());
+}
+
+uint32_t groups_for(int64_t count, uint32_t threads) {
+    const int64_t groups = (count + threads - 1) / threads;
+    return static_cast<uint32_t>(std::clamp<int64_t>(groups, 1, vk::kMaxGroups));
+}
+
+VulkanProbe vulkan_probe(int device) {
+    std::string why;
+    const vk::DeviceList& list = vk::device_list();
+    const int picked = vk::device_pick(list, device, &why);
+    if (picked < 0) return {false, false, why};
+    const vk::DeviceInfo& d = list.devices[picked];
+    std::string detail = vk::device_summary(d);
+    if (list.devices.size() > 1)
+        detail += fmt::format("; device {} of {} (--vk-device picks another)", picked, list.devices.size());
+    return {true, d.type == VK_PHYSICAL_DEVICE_TYPE_CPU, detail};
+}
+
+std::unique_ptr<Backend> vulkan_backend_create(uint64_t vram_bytes, int device, ThreadPool& pool) {
+    std::string why;
+    const int picked = vk::device_pick(vk::device_list(), device, &why);
+    check(picked >= 0, "backend 'vulkan' is unavailable: {}", why);
+    return std::make_unique<VulkanBackend>(std::make_shared<vk::Context>(picked), vram_bytes, pool);
+}
+
+VulkanBackend::VulkanBackend(std::shared_ptr<vk::Context> ctx, uint64_t vram_bytes, ThreadPool& pool)
+    : ctx_(std::move(ctx)), pipelines_(ctx_), stream_(ctx_), host_(pool) {
+    placeholder_ = vk::buffer_new(ctx_, sizeof(float), vk::Memory::device);
+    const uint64_t heap = ctx_->info.local_bytes;
+    const uint64_t usable = heap - std::min(kVulkanVramReserve, heap / kVulkanReserveShare);
+    check(vram_bytes <= heap, "--vram-gb {:.2f} exceeds the device's memory ({:.2f} GB)",
+          vram_bytes / kBytesPerGB, heap / kBytesPerGB);
+    budget_ = vram_bytes > 0 ? vram_bytes : usable;
+    if (const char* env = std::getenv(kFailEnv)) {
+        std::string list(env);
+        size_t start = 0;
+        while (start <= list.size()) {
+            const size_t end = std::min(list.find(',', start), list.size());
+            const std::string name = list.substr(start, end - start);
+            bool known = false;
+            for (size_t i = 0; i < fail_.size(); ++i)
+                if (op_name(static_cast<OpKind>(i)) == name) fail_[i] = known = true;
+            check(known || name.empty(), "{}: unknown op '{}'", kFailEnv, name);
+            start = end + 1;
+        }
+        log_warn("{}={}: those ops fail on vulkan on purpose (fault injection)", kFailEnv, env);
+    }
+}
+
+std::string VulkanBackend::description() const {
+    std::string s = fmt::format(
+        "vulkan ({}; subgroups of {}{}; {} uploads; budget {:.2f} GB: dense weights {:.1f} MB resident",
+        vk::device_summary(ctx_->info), ctx_->subgroup_size, ctx_->subgroup_arithmetic ? " with add" : "",
+        ctx_->unified() ? "in-place" : "staged", budget_ / kBytesPerGB, dense_bytes_ / kBytesPerMB);
+    if (dense_on_host_ > 0)
+        s += fmt::format(", {:.1f} MB left on the host (their ops fall back)", dense_on_host_ / kBytesPerMB);
+    return s + ")";
+}
+
+std::string VulkanBackend::stats() const {
+    if (!tier_) return "device expert tier: unused";
+    const vk::TierStats& t = tier_->stats();
+    return fmt::format(
+        "device expert tier: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, "
+        "{:.1f} MB resident of {:.2f} GB",
+        t.hits, t.uploads, t.upload_bytes / kBytesPerMB, t.evictions, t.uncached,
+        t.resident_bytes / kBytesPerMB, tier_->capacity() / kBytesPerGB);
+}
+
+bool VulkanBackend::supports(const OpDesc& d) const {
+    if (!vulkan_supports(d)) return false;
+    const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
+                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention ||
+                              d.op == OpKind::layer_norm;
+    return !(dense_weight && d.weight != nullptr && d.weight->device == nullptr);  // left on the host
+}
+
+void VulkanBackend::fault_check(OpKind op) const {
+    if (fail_[static_cast<size_t>(op)]) fail("vulkan: {} failed: injected by {}", op_name(op), kFailEnv);
+}
+
+void VulkanBackend::check_owner(const Tensor& t, const char* what) const {
+    check(t.backend() == this, "vulkan {}: the tensor is held by another backend", what);
+}
+
+const vk::DeviceWeight& VulkanBackend::resident(const Weight& w, const char* op) {
+    check(w.device != nullptr, "vulkan {}: the weight is not in device memory (over the --vram-gb budget)",
+          op);
+    return *static_cast<const vk::DeviceWeight*>(w.device.get());
+}
+
+vk::BufferPtr VulkanBackend::scratch(int64_t count) {
+    return vk::buffer_new(ctx_, static_cast<uint64_t>(count) * sizeof(float), vk::Memory::device);
+}
+
+vk::BufferPtr VulkanBackend::upload(const void* src, uint64_t bytes) {
+    vk::BufferPtr b = vk::buffer_new(ctx_, bytes, vk::Memory::device);
+    stream_.upload(b, 0, src, bytes);
+    return b;
+}
+
+Tensor VulkanBackend::tensor_new(int64_t rows, int64_t cols) {
+    check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
+    check(rows * cols < kVulkanMaxElements, "vulkan tensor_new: [{}, {}] exceeds 2^32 elements", rows, cols);
+    vk::BufferPtr b = scratch(rows * cols);
+    stream_.zero(b);
+    return Tensor(this, rows, cols, std::move(b));
+}
+
+void VulkanBackend::tensor_write(Tensor& t, std::span<const float> src) {
+    check(static_cast<int64_t>(src.size()) == t.numel(), "tensor_write: {} floats into {}", src.size(),
+          t.numel());
+    check_owner(t, "tensor_write");
+    stream_.upload(buffer_of(t), 0, src.data(), src.size_bytes());
+}
+
+void VulkanBackend::tensor_read(const Tensor& t, std::span<float> dst) {
+    check(static_cast<int64_t>(dst.size()) == t.numel(), "tensor_read: {} floats from {}", dst.size(),
+          t.numel());
+    check_owner(t, "tensor_read");
+    stream_.download(buffer_of(t), 0, dst.data(), dst.size_bytes());
+}
+
+Weight VulkanBackend::weight_upload(const Weight& w) {
+    if (w.device != nullptr) return w;
+    const uint64_t bytes = vk::device_bytes_of(w.host);
+    const bool too_large = w.host.data_bytes() > ctx_->props.limits.maxStorageBufferRange ||
+                           w.rows() * w.cols() >= kVulkanMaxElements;
+    if (too_large || dense_bytes_ + bytes > budget_) {
+        if (too_large)
+            log_warn(
+                "vulkan: a [{}, {}] {} weight exceeds the device's largest storage buffer ({:.1f} MB): "
+                "its ops run on the CPU",
+                w.rows(), w.cols(), format_name(w.format()),
+                ctx_->props.limits.maxStorageBufferRange / kBytesPerMB);
+        dense_on_host_ += bytes;
+        return w;  // stays on the host; supports() declines its ops, Ops names it now and counts later
+    }
+    Weight out = w;
+    out.device = std::make_shared<vk::DeviceWeight>(vk::weight_to_device(stream_, w.host));
+    dense_bytes_ += bytes;
+    return out;
+}
+
+void VulkanBackend::embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) {
+    fault_check(OpKind::embedding);
+    const auto n = static_cast<int64_t>(ids.size());
+    check_shape(out, n, table.cols(), "embedding out");
+    for (int32_t id : ids)
+        check(id >= 0 && id < table.rows(), "token id {} is outside the vocabulary [0, {})", id,
+              table.rows());
+    if (n == 0) return;
+    const vk::DeviceWeight& t = resident(table, "embedding");
+    const struct { uint32_t n, cols; } push{static_cast<uint32_t>(n), static_cast<uint32_t>(table.cols())};
+    run("embedding", {static_cast<uint32_t>(t.format)},
+        {t.data, t.scales, upload(ids.data(), ids.size_bytes()), buffer_of(out)}, push,
+        groups_for(n * table.cols(), kThreads));
+}
+
+void VulkanBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) {
+    fault_check(OpKind::rms_norm);
+    check(w.format() == Format::f32 && w.rows() * w.cols() == x.cols(), "rms_norm: weight must be f32 [{}]",
+          x.cols());
+    check_owner(x, "rms_norm x");
+    check_shape(out, x.rows(), x.cols(), "rms_norm out");
+    const vk::BufferPtr& g = resident(w, "rms_norm").data;
+    const NormPush push{static_cast<uint32_t>(x.cols()), eps};
+    run("norm", {kNormRms}, {buffer_of(x), g, g, buffer_of(out)}, push, static_cast<uint32_t>(x.rows()));
+}
+
+void VulkanBackend::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) {
+    fault_check(OpKind::layer_norm);
+    check(w.format() == Format::f32 && b.format() == Format::f32 && w.rows() * w.cols() == x.cols() &&
+              b.rows() * b.cols() == x.cols(),
+          "layer_norm: weight and bias must be f32 [{}]", x.cols());
+    check_owner(x, "layer_norm x");
+    check_shape(out, x.rows(), x.cols(), "layer_norm out");
+    const NormPush push{static_cast<uint32_t>(x.cols()), eps};
+    run("norm", {kNormLayer},
+        {buffer_of(x), resident(w, "layer_norm").data, resident(b, "layer_norm").data, buffer_of(out)}, push,
+        static_cast<uint32_t>(x.rows()));
+}
+
+void VulkanBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+    fault_check(OpKind::add);
+    check_owner(a, "add a");
+    check_owner(b, "add b");
+    check_shape(b, a.rows(), a.cols(), "add b");
+    check_shape(out, a.rows(), a.cols(), "add out");
+    const ElementwisePush push{static_cast<uint32_t>(a.numel()), 0, 0};
+    run("elementwise", {kOpAdd}, {buffer_of(a), buffer_of(b), buffer_of(out)}, push,
+        groups_for(a.numel(), kThreads));
+}
+
+void VulkanBackend::clamp(Tensor& x, float lo, float hi) {
+    fault_check(OpKind::clamp);
+    check_owner(x, "clamp");
+    const ElementwisePush push{static_cast<uint32_t>(x.numel()), lo, hi};
+    run("elementwise", {kOpClamp}, {buffer_of(x), placeholder_, placeholder_}, push,
+        groups_for(x.numel(), kThreads));
+}
+
+void VulkanBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
+    fault_check(OpKind::rope);
+    rope_args_check(x, p);
+    check_owner(x, "rope");
+    const std::vector<float> inv_freq = rope_inv_freq(p);
+    const int half = p.rotary_dim / 2;
+    const int64_t n = x.rows();
+    std::vector<float> table(2 * n * half);  // [n, half] cos, then [n, half] sin, as the CPU computes them
+    for (int64_t r = 0; r < n; ++r) {
+        const float pos = static_cast<float>(pos0 + r);
+        for (int i = 0; i < half; ++i) {
+            const float angle = pos * inv_freq[i];
+            table[r * half + i] = std::cos(angle) * p.attention_scaling;
+            table[(n + r) * half + i] = std::sin(angle) * p.attention_scaling;
+        }
+    }
+    const struct {
+        uint32_t n, cols, head_dim, half_dim, rotary_offset, neox;
+    } push{static_cast<uint32_t>(n),
+           static_cast<uint32_t>(x.cols()),
+           static_cast<uint32_t>(p.head_dim),
+           static_cast<uint32_t>(half),
+           static_cast<uint32_t>(p.rotary_offset),
+           p.style == RopeStyle::neox ? 1u : 0u};
+    run("rope", {}, {buffer_of(x), upload(table.data(), table.size() * sizeof(float))}, push,
+        groups_for(n * (x.cols() / p.head_dim) * half, kThreads));
+}
+
+void VulkanBackend::slice_cols(const Tensor& x, int64_t c0, Tensor& out) {
+    fault_check(OpKind::slice_cols);
+    check(out.rows() == x.rows() && c0 >= 0 && c0 + out.cols() <= x.cols(),
+          "slice_cols: columns [{}, {}) of {}", c0, c0 + out.cols(), x.cols());
+    check_owner(x, "slice_cols x");
+    const struct {
+        uint32_t rows, src_cols, c0, width;
+    } push{static_cast<uint32_t>(x.rows()), static_cast<uint32_t>(x.cols()), static_cast<uint32_t>(c0),
+           static_cast<uint32_t>(out.cols())};
+    run("copy_cols", {}, {buffer_of(x), buffer_of(out)}, push, groups_for(out.numel(), kThreads));
+}
+
+Routing VulkanBackend::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
+    fault_check(OpKind::route_softmax_topk);
+    std::vector<float> host(logits.numel());
+    tensor_read(logits, host);
+    Tensor t = host_.tensor_new(logits.rows(), logits.cols());
+    host_.tensor_write(t, host);
+    return host_.route_softmax_topk(t, k, renormalize);
+}
+
+Routing VulkanBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
+    fault_check(OpKind::route_sigmoid_topk);
+    std::vector<float> host(logits.numel());
+    tensor_read(logits, host);
+    return route_sigmoid_host(logits.rows(), logits.cols(), host, bias, p);
+}
+
+}  // namespace coli
