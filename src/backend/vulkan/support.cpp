@@ -6,9 +6,11 @@ namespace coli {
 
 bool vulkan_supports(const OpDesc& d) {
     switch (d.op) {
+        case OpKind::moe_experts:
+            if (d.glu != GluKind::silu) return false;  // SiTU experts: no shader yet
+            return d.rows * d.cols < kVulkanMaxElements;
         case OpKind::embedding:
         case OpKind::matmul:
-        case OpKind::moe_experts:
             return d.rows * d.cols < kVulkanMaxElements;  // every weight format; 32-bit element indices
         case OpKind::rms_norm:
         case OpKind::layer_norm:
@@ -23,7 +25,12 @@ bool vulkan_supports(const OpDesc& d) {
         case OpKind::route_sigmoid_topk:
             return true;
         case OpKind::dsa_select:
-            return true;  // scores on the device, the top-k on the host
+            return true;          // scores on the device, the top-k on the host
+        case OpKind::short_conv:  // no shaders yet: the CPU runs them, counted
+        case OpKind::kda:
+        case OpKind::mul_sigmoid:
+        case OpKind::res_mix:
+            return false;
         case OpKind::count_:
             break;
     }

@@ -61,6 +61,14 @@ public:
     void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) override;
     void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache, const DsaShape& s,
                     int64_t pos0, Tensor& out) override;
+    // Linear-attention ops (Kimi): no shaders yet, so supports() declines them and Ops runs them on the
+    // CPU, counted; called directly, they throw saying so.
+    void short_conv(const Tensor& x, const Weight& w, Tensor& state, Tensor& out) override;
+    void kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+             const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state,
+             Tensor& out) override;
+    void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
+    void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
 
     // y = x w^T on device buffers, GEMV or GEMM by n (matmul.cpp).            x: [n, w.cols]; y: [n, w.rows]
     void matmul_device(const vk::DeviceWeight& w, const vk::BufferPtr& x, int64_t n, const vk::BufferPtr& y);
