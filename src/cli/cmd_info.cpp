@@ -26,18 +26,23 @@ void info(const EngineOptions& opts) {
                bytes_human(m.expert_count ? m.expert_bytes / m.expert_count : 0));
     fmt::print("kv cache:     {} per token, {} for the context of {}\n", bytes_human(m.kv_bytes_per_token),
                bytes_human(m.kv_bytes_per_token * m.max_ctx), m.max_ctx);
+    if (m.state_bytes > 0)
+        fmt::print("state:        {} per session (recurrent layers, whatever the context)\n",
+                   bytes_human(m.state_bytes));
     const uint64_t budget = static_cast<uint64_t>(opts.ram_gb * kBytesPerGB);
     // What the machine's RAM holds for the cache once the resident weights and the expert budget are in.
     const uint64_t ram =
         static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t taken = m.dense_held_bytes + budget;
+    const uint64_t taken = m.dense_held_bytes + budget + m.state_bytes;
     const uint64_t left = ram > taken ? ram - taken : 0;
     if (m.kv_bytes_per_token > 0)
         fmt::print(
             "context fit:  {} tokens in the {} of RAM left beside the resident weights and expert budget\n",
             left / m.kv_bytes_per_token, bytes_human(left));
-    fmt::print("memory plan:  resident {} + kv {} + expert cache {}{}\n", bytes_human(m.dense_held_bytes),
-               bytes_human(m.kv_bytes_per_token * m.max_ctx), budget ? bytes_human(budget) : "unlimited",
+    fmt::print("memory plan:  resident {} + kv {}{} + expert cache {}{}\n", bytes_human(m.dense_held_bytes),
+               bytes_human(m.kv_bytes_per_token * m.max_ctx),
+               m.state_bytes ? " + state " + bytes_human(m.state_bytes) : "",
+               budget ? bytes_human(budget) : "unlimited",
                budget && budget < m.expert_bytes
                    ? fmt::format(" ({:.1f}% of the experts fit; the rest stream from disk)",
                                  100.0 * budget / m.expert_bytes)

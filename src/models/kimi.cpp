@@ -343,6 +343,11 @@ private:
             load, ckpt.get(layer_prefix(0) + "self_attn.o_proj.weight").dtype, experts);
         // MLA layers keep the latent and the rope key per token; KDA layers a fixed-size state.
         summary_.kv_bytes_per_token = uint64_t(mla_layers) * (cfg_.kv_lora + cfg_.rope_dim) * sizeof(float);
+        // Each KDA layer: a [dk, dv] state per head and the last K - 1 inputs of its three convolutions.
+        const uint64_t width = uint64_t(cfg_.kda_heads) * cfg_.kda_dim;
+        summary_.state_bytes = uint64_t(cfg_.n_layers - mla_layers) *
+                               (width * cfg_.kda_dim + 3 * uint64_t(cfg_.conv_kernel - 1) * width) *
+                               sizeof(float);
         summary_.vocab = cfg_.vocab;
         summary_.max_ctx = max_ctx_;
     }

@@ -30,6 +30,7 @@ struct ModelSummary {
     uint64_t expert_count = 0;        // routed experts over all layers
     std::string formats;              // stored dtypes of dense and expert weights
     uint64_t kv_bytes_per_token = 0;  // cache bytes each token of context costs
+    uint64_t state_bytes = 0;         // fixed per-session state whatever the context (recurrent layers)
     int64_t vocab = 0;
     int64_t max_ctx = 0;
 };
