@@ -1,7 +1,7 @@
-// Attention residuals (Kimi K3, spec 7.1) on Vulkan, in two passes per entry so that any number of entries
-// works with the shaders' fixed bindings and without stacking the entries in a copy: each entry's score per
-// token (res_mix_score.comp), then, entry by entry in order, its softmax-weighted rows summed into out
-// (res_mix_sum.comp).
+// Attention residuals (Kimi K3, spec 7.1) on Vulkan, entry by entry so that any number of entries works
+// with the shaders' fixed bindings and without stacking the entries in a copy: each entry's score per token
+// (res_mix_score.comp), the softmax of each token's scores (res_mix_softmax.comp), then, entry by entry in
+// order, its weighted rows summed into out (res_mix_sum.comp).
 #include <algorithm>
 
 #include "backend/vulkan/vulkan_backend_impl.h"
@@ -24,7 +24,7 @@ void VulkanBackend::res_mix(std::span<const Tensor> entries, const Weight& w, fl
     const auto m = static_cast<int64_t>(entries.size());
     if (n == 0 || d == 0) return;
     const vk::BufferPtr& gain = resident(w, "res_mix").data;
-    const vk::BufferPtr scores = scratch(m * n);  // [m, n]
+    const vk::BufferPtr scores = scratch(m * n);  // [m, n]: the scores, then their softmax
     // One workgroup per token, in a 2-D grid when there are more tokens than one dimension holds.
     const auto gx = static_cast<uint32_t>(std::min<int64_t>(n, vk::kMaxGroups));
     const auto gy = static_cast<uint32_t>((n + gx - 1) / gx);
@@ -36,11 +36,12 @@ void VulkanBackend::res_mix(std::span<const Tensor> entries, const Weight& w, fl
         if (e > 0) stream_.concurrent_next();  // each entry's scores go to their own row
         run("res_mix_score", {}, {buffer_of(entries[e]), gain, scores}, sp, gx, gy);
     }
+    const struct { uint32_t n, entries; } pp{static_cast<uint32_t>(n), static_cast<uint32_t>(m)};
+    run("res_mix_softmax", {}, {scores}, pp, groups_for(n, kThreads));
     for (int64_t e = 0; e < m; ++e) {
         const struct {
-            uint32_t n, d, entries, entry;
-        } mp{static_cast<uint32_t>(n), static_cast<uint32_t>(d), static_cast<uint32_t>(m),
-             static_cast<uint32_t>(e)};
+            uint32_t n, d, entry;
+        } mp{static_cast<uint32_t>(n), static_cast<uint32_t>(d), static_cast<uint32_t>(e)};
         run("res_mix_sum", {}, {buffer_of(entries[e]), scores, buffer_of(out)}, mp,
             groups_for(n * d, kThreads));
     }

@@ -30,7 +30,7 @@ bool vulkan_supports(const OpDesc& d) {
         case OpKind::kda:  // d.cols: the head size, one invocation per value column
             return vulkan_kda_head_dim_ok(d.cols);
         case OpKind::mul_sigmoid:
-        case OpKind::res_mix:  // any number of entries: two passes per entry
+        case OpKind::res_mix:  // any number of entries: a pass per entry
             return true;
         case OpKind::count_:
             break;
