@@ -49,7 +49,8 @@ vec2 head_sum(vec2 value) {
 
 void main() {
     const uint h = gl_WorkGroupID.x, j = gl_LocalInvocationID.x;
-    const uint width = pc.heads * kDim, c = h * kDim + j, s0 = h * kDim * kDim;
+    const uint width = pc.heads * kDim, c = h * kDim + j;
+    const uint s0 = h * kDim * kDim;  // S[0][0] of head h in state
     float col[kMaxDim];  // S[:, j], its first kDim rows
     for (uint i = 0u; i < kDim; ++i) col[i] = state[s0 + i * kDim + j];
     const float q_scale = 1.0 / sqrt(float(kDim));

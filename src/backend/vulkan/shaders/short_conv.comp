@@ -25,7 +25,7 @@ void main() {
     const uint ch = gl_GlobalInvocationID.x;
     if (ch >= pc.channels) return;
     float window[kMaxTaps];  // inputs t - K + 1 .. t of this channel, oldest first
-    float taps[kMaxTaps];
+    float taps[kMaxTaps];    // this channel's weights, w[ch]
     for (uint j = 0u; j + 1u < kTaps; ++j) window[j + 1u] = state[j * pc.channels + ch];
     for (uint j = 0u; j < kTaps; ++j) taps[j] = w[ch * kTaps + j];
     for (uint t = 0u; t < pc.n; ++t) {
