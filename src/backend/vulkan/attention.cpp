@@ -145,21 +145,4 @@ void VulkanBackend::dsa_select(const Tensor& q, const Tensor& weights, const Ten
     tensor_write(out, picked);
 }
 
-void VulkanBackend::short_conv(const Tensor&, const Weight&, Tensor&, Tensor&) {
-    fail("vulkan: short_conv has no shader; it runs on the cpu (supports() declines it)");
-}
-
-void VulkanBackend::kda(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                        const Weight&, const Weight&, const KdaShape&, Tensor&, Tensor&) {
-    fail("vulkan: kda has no shader; it runs on the cpu (supports() declines it)");
-}
-
-void VulkanBackend::mul_sigmoid(const Tensor&, const Tensor&, Tensor&) {
-    fail("vulkan: mul_sigmoid has no shader; it runs on the cpu (supports() declines it)");
-}
-
-void VulkanBackend::res_mix(std::span<const Tensor>, const Weight&, float, Tensor&) {
-    fail("vulkan: res_mix has no shader; it runs on the cpu (supports() declines it)");
-}
-
 }  // namespace coli

@@ -1,6 +1,7 @@
 // The Vulkan kernels' size limits and path thresholds, shared by the capability table and the backend.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace coli {
@@ -12,5 +13,17 @@ inline constexpr int64_t kVulkanGemvMaxTokens = 8;
 inline constexpr int64_t kVulkanMaxElements = int64_t{1} << 32;
 // Attention scores of one pass (queries x heads x keys), in floats; longer prefills run in query chunks.
 inline constexpr int64_t kVulkanScoreFloats = int64_t{16} << 20;
+
+// short_conv keeps each channel's window of K inputs in registers: kernels up to this width (Kimi's is 4).
+inline constexpr int64_t kVulkanConvMaxTaps = 16;
+// kda runs one invocation per value column of a head; every device offers workgroups of this many
+// (maxComputeWorkGroupSize minimum), and the column of the state each keeps in registers stays this short.
+inline constexpr int64_t kVulkanKdaMaxHeadDim = 128;
+
+// kda.comp sums the norms over the head in a tree: head sizes that are powers of two, up to the maximum.
+inline bool vulkan_kda_head_dim_ok(int64_t head_dim) {
+    return head_dim > 0 && head_dim <= kVulkanKdaMaxHeadDim &&
+           std::has_single_bit(static_cast<uint64_t>(head_dim));
+}
 
 }  // namespace coli

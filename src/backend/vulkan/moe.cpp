@@ -1,7 +1,7 @@
 // moe_experts on Vulkan: per expert, in the order given (ascending id, as the CPU adds them): gather its
-// tokens, gate and up matmuls, SwiGLU, down matmul, add back weighted. The experts' weights come from the
-// device tier, and the routing (every expert's tokens and gains) is uploaded once per call; every upload
-// is queued before the commands that read it.
+// tokens, gate and up matmuls, the experts' activation (SwiGLU or SiTU), down matmul, add back weighted.
+// The experts' weights come from the device tier, and the routing (every expert's tokens and gains) is
+// uploaded once per call; every upload is queued before the commands that read it.
 #include <vector>
 
 #include "backend/vulkan/vulkan_backend_impl.h"
@@ -12,14 +12,17 @@ namespace coli {
 namespace {
 
 constexpr uint32_t kThreads = 256;  // local size of the grid-stride shaders
-constexpr uint32_t kOpSwiglu = 2;   // elementwise.comp's SwiGLU
+// glu.comp is specialized by the GluKind itself (activations.glsl's kGluSilu, kGluSitu).
+static_assert(static_cast<uint32_t>(GluKind::silu) == 0 && static_cast<uint32_t>(GluKind::situ) == 1,
+              "activations.glsl numbers the GLU kinds as activations.h does");
 
 struct RowsPush {
     uint32_t m, d, first;
 };
-struct ElementwisePush {
-    uint32_t count;
-    float lo, hi;
+struct GluPush {
+    uint32_t count;     // elements
+    float beta;         // SiTU: the gate's tanh bound
+    float linear_beta;  // SiTU: the up projection's tanh bound
 };
 
 }  // namespace
@@ -66,8 +69,9 @@ void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Ro
         matmul_device(dev->gate, xs, m, gate);  // [m, d_ff]
         stream_.concurrent_next();
         matmul_device(dev->up, xs, m, up);  // [m, d_ff]
-        run("elementwise", {kOpSwiglu}, {gate, up, gate}, ElementwisePush{uint32_t(m * d_ff), 0, 0},
-            groups_for(m * d_ff, kThreads));
+        const GluActivation& act = experts[i].act;
+        run("glu", {static_cast<uint32_t>(act.kind)}, {gate, up},
+            GluPush{uint32_t(m * d_ff), act.beta, act.linear_beta}, groups_for(m * d_ff, kThreads));
         matmul_device(dev->down, gate, m, out);  // [m, d_model]
         run("scatter_add", {}, {out, rows, row_gains, buffer_of(y)}, rp, groups_for(m * d_model, kThreads));
     }

@@ -6,8 +6,7 @@ namespace coli {
 
 bool vulkan_supports(const OpDesc& d) {
     switch (d.op) {
-        case OpKind::moe_experts:
-            if (d.glu != GluKind::silu) return false;  // SiTU experts: no shader yet
+        case OpKind::moe_experts:  // SwiGLU and SiTU experts
             return d.rows * d.cols < kVulkanMaxElements;
         case OpKind::embedding:
         case OpKind::matmul:
@@ -26,11 +25,13 @@ bool vulkan_supports(const OpDesc& d) {
             return true;
         case OpKind::dsa_select:
             return true;          // scores on the device, the top-k on the host
-        case OpKind::short_conv:  // no shaders yet: the CPU runs them, counted
-        case OpKind::kda:
+        case OpKind::short_conv:  // d.cols: the kernel width K, kept in registers
+            return d.cols >= 2 && d.cols <= kVulkanConvMaxTaps;
+        case OpKind::kda:  // d.cols: the head size, one invocation per value column
+            return vulkan_kda_head_dim_ok(d.cols);
         case OpKind::mul_sigmoid:
-        case OpKind::res_mix:
-            return false;
+        case OpKind::res_mix:  // any number of entries: a pass per entry
+            return true;
         case OpKind::count_:
             break;
     }

@@ -115,7 +115,8 @@ bool VulkanBackend::supports(const OpDesc& d) const {
     if (!vulkan_supports(d)) return false;
     const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
                               d.op == OpKind::rms_norm || d.op == OpKind::mla_attention ||
-                              d.op == OpKind::layer_norm;
+                              d.op == OpKind::layer_norm || d.op == OpKind::short_conv ||
+                              d.op == OpKind::res_mix;
     return !(dense_weight && d.weight != nullptr && d.weight->device == nullptr);  // left on the host
 }
 
@@ -242,6 +243,17 @@ void VulkanBackend::clamp(Tensor& x, float lo, float hi) {
     const ElementwisePush push{static_cast<uint32_t>(x.numel()), lo, hi};
     run("elementwise", {kOpClamp}, {buffer_of(x), placeholder_, placeholder_}, push,
         groups_for(x.numel(), kThreads));
+}
+
+void VulkanBackend::mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) {
+    fault_check(OpKind::mul_sigmoid);
+    check_owner(a, "mul_sigmoid a");
+    check_owner(b, "mul_sigmoid b");
+    check_shape(b, a.rows(), a.cols(), "mul_sigmoid b");
+    check_shape(out, a.rows(), a.cols(), "mul_sigmoid out");
+    const struct { uint32_t count; } push{static_cast<uint32_t>(a.numel())};
+    run("mul_sigmoid", {}, {buffer_of(a), buffer_of(b), buffer_of(out)}, push,
+        groups_for(a.numel(), kThreads));
 }
 
 void VulkanBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {

@@ -61,8 +61,6 @@ public:
     void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) override;
     void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache, const DsaShape& s,
                     int64_t pos0, Tensor& out) override;
-    // Linear-attention ops (Kimi): no shaders yet, so supports() declines them and Ops runs them on the
-    // CPU, counted; called directly, they throw saying so.
     void short_conv(const Tensor& x, const Weight& w, Tensor& state, Tensor& out) override;
     void kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
              const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state,

@@ -2,13 +2,12 @@
 // Elementwise ops over `count` floats (grid-stride loop), chosen by the specialization constant kOp:
 //   add:    out = a + b
 //   clamp:  a = min(max(a, lo), hi), in place
-//   swiglu: out = silu(a) * b (a: gate, b: up), as the CPU computes it: a / (1 + exp(-a)) * b
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint kOp = 0u;
-const uint kAdd = 0u, kClamp = 1u, kSwiglu = 2u;
+const uint kAdd = 0u, kClamp = 1u;
 
 layout(std430, binding = 0) buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -24,6 +23,5 @@ void main() {
     for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += stride) {
         if (kOp == kAdd) o[i] = a[i] + b[i];
         if (kOp == kClamp) a[i] = min(max(a[i], pc.lo), pc.hi);
-        if (kOp == kSwiglu) o[i] = a[i] / (1.0 + exp(-a[i])) * b[i];
     }
 }
