@@ -25,11 +25,12 @@ bool cpu_supports(const OpDesc&) {
 BackendInfo cuda_info() {
 #if COLI_HAVE_CUDA
     const CudaProbe p = cuda_probe();
-    return {"cuda", true, p.ok, p.detail, cuda_supports};
+    return {"cuda", true, p.ok, p.detail, cuda_supports, ""};
 #else
     // The capability table is plain C++, built everywhere, so the docs' matrix does not depend on the build.
-    return {"cuda", false, false, "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)",
-            cuda_supports};
+    return {"cuda",        false,
+            false,         "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)",
+            cuda_supports, ""};
 #endif
 }
 
@@ -37,7 +38,7 @@ BackendInfo cuda_info() {
 // backend should not pay).
 BackendInfo vulkan_info(int device, bool probe) {
 #if COLI_HAVE_VULKAN
-    if (!probe) return {"vulkan", true, false, "not probed", vulkan_supports};
+    if (!probe) return {"vulkan", true, false, "not probed", vulkan_supports, ""};
     const VulkanProbe p = vulkan_probe(device);
     return {"vulkan",
             true,
@@ -46,9 +47,10 @@ BackendInfo vulkan_info(int device, bool probe) {
             vulkan_supports,
             p.software ? "a software device (slower than the cpu backend); --backend vulkan uses it" : ""};
 #else
-    return {"vulkan", false, false,
-            "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)",
-            vulkan_supports};
+    return {
+        "vulkan",        false,
+        false,           "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)",
+        vulkan_supports, ""};
 #endif
 }
 
@@ -56,8 +58,8 @@ std::vector<BackendInfo> list_make(int vk_device, bool probe_vulkan) {
     return {
         cuda_info(),
         vulkan_info(vk_device, probe_vulkan),
-        {"metal", false, false, "not compiled in: Metal needs macOS"},
-        {"cpu", true, true, "always available", cpu_supports},
+        {"metal", false, false, "not compiled in: Metal needs macOS", nullptr, ""},
+        {"cpu", true, true, "always available", cpu_supports, ""},
     };
 }
 
