@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
+#include <string>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace coli {
 
@@ -108,6 +111,26 @@ void res_mix_args_check(std::span<const Tensor> entries, const Weight& w, const 
     for (const Tensor& e : entries) check_shape(e, out.rows(), out.cols(), "res_mix entry");
     check(w.format() == Format::f32 && w.rows() == 1 && w.cols() == out.cols(),
           "res_mix: weight must be f32 [1, {}]", out.cols());
+}
+
+std::array<bool, static_cast<size_t>(OpKind::count_)> fault_ops_from_env(const char* env_name,
+                                                                         std::string_view backend) {
+    std::array<bool, static_cast<size_t>(OpKind::count_)> ops{};
+    const char* env = std::getenv(env_name);
+    if (env == nullptr) return ops;
+    const std::string list(env);
+    size_t start = 0;
+    while (start <= list.size()) {
+        const size_t end = std::min(list.find(',', start), list.size());
+        const std::string name = list.substr(start, end - start);
+        bool known = false;
+        for (size_t i = 0; i < ops.size(); ++i)
+            if (op_name(static_cast<OpKind>(i)) == name) ops[i] = known = true;
+        check(known || name.empty(), "{}: unknown op '{}'", env_name, name);
+        start = end + 1;
+    }
+    log_warn("{}={}: those ops fail on {} on purpose (fault injection)", env_name, env, backend);
+    return ops;
 }
 
 void dsa_topk_row(const float* scores, int64_t visible, int top_k, float* out) {

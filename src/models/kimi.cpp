@@ -282,8 +282,10 @@ private:
     Tensor mlp(int l, const Tensor& x) {
         const KimiLayerWeights& w = layers_[l];
         const int64_t n = x.rows();
-        Tensor y = ops_.tensor(n, cfg_.d_model);
-        if (cfg_.is_moe(l)) {
+        Tensor y;  // [n, d_model]
+        if (!cfg_.is_moe(l)) {
+            y = ops_.tensor(n, cfg_.d_model);
+        } else {
             const SigmoidRouting rp{cfg_.top_k, 1, 1, cfg_.renormalize, cfg_.routed_scaling};
             const Routing r = ops_.route_sigmoid_topk(ops_.matmul(w.router, x), w.router_bias, rp);
             const auto prefetch_next = [&] {

@@ -12,7 +12,6 @@
 #include "backend/cuda/mla_attend.h"
 #include "backend/cuda/support.h"
 #include "core/error.h"
-#include "core/log.h"
 
 namespace coli {
 
@@ -60,20 +59,7 @@ CudaBackend::CudaBackend(std::shared_ptr<cuda::Context> ctx, uint64_t vram_bytes
     check(vram_bytes <= free_bytes, "--vram-gb {:.2f} exceeds the device's free memory ({:.2f} GB)",
           vram_bytes / kBytesPerGB, free_bytes / kBytesPerGB);
     budget_ = vram_bytes > 0 ? vram_bytes : usable;
-    if (const char* env = std::getenv(kFailEnv)) {
-        std::string list(env);
-        size_t start = 0;
-        while (start <= list.size()) {
-            const size_t end = std::min(list.find(',', start), list.size());
-            const std::string name = list.substr(start, end - start);
-            bool known = false;
-            for (size_t i = 0; i < fail_.size(); ++i)
-                if (op_name(static_cast<OpKind>(i)) == name) fail_[i] = known = true;
-            check(known || name.empty(), "{}: unknown op '{}'", kFailEnv, name);
-            start = end + 1;
-        }
-        log_warn("{}={}: those ops fail on cuda on purpose (fault injection)", kFailEnv, env);
-    }
+    fail_ = fault_ops_from_env(kFailEnv, "cuda");
 }
 
 std::string CudaBackend::description() const {
