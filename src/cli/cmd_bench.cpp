@@ -53,6 +53,7 @@ struct BenchArgs {
     // --model
     EngineOptions engine;
     int tokens = 32;
+    int warmup_tokens = 64;
     int prompt_tokens = 8;
     int decode_reps = 3;
     double disk_gb = 2;
@@ -259,41 +260,53 @@ DiskProbe disk_probe(const std::vector<std::filesystem::path>& paths, const std:
 
 // ---- expert streaming ----------------------------------------------------------------------------------
 
-// One decode run on a fresh engine (cold expert cache): the figures of the decode phase only (after the
-// prompt), from store statistics taken when the first token came out and at the end.
+// One decode run on a fresh engine (cold expert cache): the prompt, then decode steps until the cache is
+// full (its first eviction, or --warmup-tokens steps), then --tokens measured steps, with store statistics
+// taken at both ends. Full, the cache evicts about one expert per expert it reads and the reads reuse the
+// evicted memory: the steady state of a long run (before, reads also pay for the first touch of the cache's
+// memory). Each step feeds a random id rather than the sampled one: a synthetic model's greedy output
+// repeats itself and would route every step to the same experts.
 struct DecodeRun {
     double tok_per_s = 0;
     double store_read_gbps = 0;
     double missed_bytes_per_token = 0;
     double hit_rate = 0;
-    double stall_share = 0;  // share of decode time spent waiting for reads
-    StoreStats end;          // counters over the whole run (routing statistics include the prompt)
+    double stall_share = 0;        // share of decode time spent waiting for reads
+    double moe_layer_seconds = 0;  // wall time of one routed-expert layer for one token
+    int warmup_tokens = 0;         // decode steps before the measurement
+    bool cache_full = false;       // the measurement began with a full cache
+    StoreStats end;                // counters over the whole run (routing statistics include the prompt)
 };
 
-DecodeRun decode_run(const BenchArgs& a, const std::vector<int32_t>& prompt) {
+DecodeRun decode_run(const BenchArgs& a, const std::vector<int32_t>& prompt, int64_t vocab) {
     Engine engine(a.engine);
     Session session(engine.model());
-    Sampler greedy(SamplerOptions{});
     ExpertStore& store = engine.model().store();
-    StoreStats first{};
-    bool seen_first = false;
-    session.generate(prompt, a.tokens + 1, greedy, {}, [&](int32_t) {
-        if (!seen_first) first = store.stats(), seen_first = true;
-        return true;
-    });
-    const GenerationStats& g = session.last_stats();
-    const StoreStats end = store.stats();
+    std::mt19937_64 rng(a.seed + 1);
+    const auto step = [&] {
+        const auto id = static_cast<int32_t>(rng() % uint64_t(vocab));
+        session.forward(std::span<const int32_t>(&id, 1), false);
+    };
+    session.forward(prompt, false);
     DecodeRun r;
+    for (; r.warmup_tokens < a.warmup_tokens && store.stats().evictions == 0; ++r.warmup_tokens) step();
+    const StoreStats first = store.stats();
+    r.cache_full = first.evictions > 0;
+    const Timer timer;
+    for (int t = 0; t < a.tokens; ++t) step();
+    const double seconds = timer.seconds();
+    const StoreStats end = store.stats();
     r.end = end;
-    const double tokens = std::max<int64_t>(g.decode_tokens, 1);
-    r.tok_per_s = g.decode_tokens / std::max(g.decode_seconds, 1e-9);
+    r.tok_per_s = a.tokens / std::max(seconds, 1e-9);
     const uint64_t bytes = end.bytes_read - first.bytes_read;
     const double read_s = end.read_seconds - first.read_seconds;
     r.store_read_gbps = read_s > 0 ? bytes / read_s / kBytesPerGB : 0;
-    r.missed_bytes_per_token = bytes / tokens;
+    r.missed_bytes_per_token = double(bytes) / a.tokens;
     const uint64_t hits = end.hits - first.hits, misses = end.misses - first.misses;
     r.hit_rate = hits + misses ? double(hits) / double(hits + misses) : 0;
-    r.stall_share = (end.stall_seconds - first.stall_seconds) / std::max(g.decode_seconds, 1e-9);
+    r.stall_share = (end.stall_seconds - first.stall_seconds) / std::max(seconds, 1e-9);
+    const uint64_t calls = end.moe_calls - first.moe_calls;
+    r.moe_layer_seconds = calls ? (end.moe_seconds - first.moe_seconds) / double(calls) : 0;
     return r;
 }
 
@@ -312,8 +325,8 @@ double touched_bytes_per_token(Engine& engine) {
 }
 
 void model_bench(BenchArgs& a, ThreadPool& pool) {
-    check(a.tokens > 0 && a.prompt_tokens > 0 && a.decode_reps > 0,
-          "--tokens, --prompt-tokens and --decode-reps must be > 0");
+    check(a.tokens > 0 && a.prompt_tokens > 0 && a.decode_reps > 0 && a.warmup_tokens >= 0,
+          "--tokens, --prompt-tokens and --decode-reps must be > 0, --warmup-tokens >= 0");
     // Facts about the model and the budget, from one engine that is then dropped.
     std::vector<std::filesystem::path> files;
     std::vector<std::vector<RawRead>> probe_reads;  // the raw disk bound's reads, fresh experts per run
@@ -337,7 +350,7 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
                 expert_reads_sample(index, static_cast<uint64_t>(a.disk_gb * kBytesPerGB), a.seed + 1 + rep));
     }
     // The KV cache only needs the run's tokens; the model's maximum context would cost RAM and zeroing time.
-    if (a.engine.max_ctx == 0) a.engine.max_ctx = a.prompt_tokens + a.tokens + 1;
+    if (a.engine.max_ctx == 0) a.engine.max_ctx = a.prompt_tokens + a.warmup_tokens + a.tokens;
     const auto budget = static_cast<uint64_t>(a.engine.ram_gb * kBytesPerGB);
     std::mt19937_64 rng(a.seed);
     std::vector<int32_t> prompt(size_t(a.prompt_tokens));
@@ -346,23 +359,29 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
     fmt::print("\nexpert streaming: {}\n  {}\n  backend: {}\n", a.engine.model_dir.string(),
                summary.architecture, backend);
     fmt::print(
-        "  experts {} on disk, RAM budget {}{}; {} io threads, {}; {} prompt + {} decode tokens "
-        "(random ids, seed {}, greedy); median of {} runs, each on a cold cache\n",
+        "  experts {} on disk, RAM budget {}{}; {} io threads, {}; {} prompt tokens, decode steps until the "
+        "cache is full (at most {}), then {} measured steps (random ids, seed {}); median of {} runs, each "
+        "on "
+        "a cold cache\n",
         bytes_human(summary.expert_bytes), budget ? bytes_human(budget) : "unlimited",
         budget ? fmt::format(" ({:.0f}% of the experts)", 100.0 * budget / summary.expert_bytes) : "",
-        a.engine.io_threads, a.engine.direct_io ? "O_DIRECT" : "buffered", a.prompt_tokens, a.tokens, a.seed,
-        a.decode_reps);
+        a.engine.io_threads, a.engine.direct_io ? "O_DIRECT" : "buffered", a.prompt_tokens, a.warmup_tokens,
+        a.tokens, a.seed, a.decode_reps);
     if (!budget || budget >= summary.expert_bytes)
         fmt::print(
             "  note: the budget holds every expert, so this measures the cache, not streaming; "
             "give --ram-gb below {}\n",
             bytes_human(summary.expert_bytes));
 
-    std::vector<double> tok_s, store_gbps, disk_gbps, missed, hit, stall;
+    std::vector<double> tok_s, store_gbps, disk_gbps, missed, hit, stall, moe_layer, warmup;
     DiskProbe probe;
     StoreStats routing;
+    bool cache_full = true;
     for (int rep = 0; rep < a.decode_reps; ++rep) {
-        const DecodeRun r = decode_run(a, prompt);
+        const DecodeRun r = decode_run(a, prompt, vocab);
+        cache_full = cache_full && r.cache_full;
+        warmup.push_back(r.warmup_tokens);
+        moe_layer.push_back(r.moe_layer_seconds);
         tok_s.push_back(r.tok_per_s);
         store_gbps.push_back(r.store_read_gbps);
         missed.push_back(r.missed_bytes_per_token);
@@ -401,12 +420,21 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
         fmt::format("memory: {:.1f} GB/s read / {} touched per token", mem, bytes_human(uint64_t(touched))),
         mem_bound > 0 ? tps / mem_bound : 0);
     fmt::print("{:<28} {:>12}\n", "bytes read per token", bytes_human(uint64_t(miss)));
+    fmt::print("{:<28} {:>12.3f}   fetches, waits and compute of the routed experts (as queued on a GPU)\n",
+               "s per MoE layer per token", median(moe_layer));
+    fmt::print("{:<28} {:>12.0f}   decode steps before the measurement, until the cache was full\n",
+               "warm-up", median(warmup));
     fmt::print("{:<28} {:>11.1f}%\n", "hit rate (decode)", 100 * median(hit));
     fmt::print("{:<28} {:>11.1f}%\n", "decode time stalled on I/O", 100 * median(stall));
     fmt::print("{:<28} {:>12.1f}   of {} experts per layer, over the run\n", "routing: distinct experts",
                routing.distinct_per_layer, layout.n_experts);
     fmt::print("{:<28} {:>12.2f}   of top_k {}; uniform routing: k*k/E = {:.2f}\n",
                "routing: consecutive shared", routing.consecutive_shared, layout.top_k, uniform_shared);
+    if (!cache_full)
+        fmt::print(
+            "warning: the cache was not full after --warmup-tokens {}: the reads measured include the first "
+            "touch of the cache's memory; raise --warmup-tokens or lower --ram-gb\n",
+            a.warmup_tokens);
     if (!probe.direct)
         fmt::print(
             "warning: the filesystem refused O_DIRECT: raw reads may come from the page cache, so the disk "
@@ -466,7 +494,10 @@ void cmd_bench_add(CLI::App& app) {
     cmd->add_flag("!--no-direct-io", a->engine.direct_io, "Read experts through the page cache");
     cmd->add_option("--hot-set", a->engine.hot_set, "Routing-history file: none, auto or a path")
         ->capture_default_str();
-    cmd->add_option("--tokens", a->tokens, "Decode tokens per run")->capture_default_str();
+    cmd->add_option("--tokens", a->tokens, "Decode steps measured per run")->capture_default_str();
+    cmd->add_option("--warmup-tokens", a->warmup_tokens,
+                    "Most decode steps per run before the measurement (it starts once the cache is full)")
+        ->capture_default_str();
     cmd->add_option("--prompt-tokens", a->prompt_tokens, "Random prompt ids per run")->capture_default_str();
     cmd->add_option("--decode-reps", a->decode_reps, "Decode runs, each on a fresh engine (median reported)")
         ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -84,23 +85,26 @@ void ReadFile::read_at(void* dst, size_t n, uint64_t offset) const {
           offset);
 }
 
-AlignedBytes ReadFile::read_direct(size_t n, uint64_t offset, size_t* skew) const {
+uint64_t ReadFile::direct_bytes(size_t n, uint64_t offset) {
+    return std::max<uint64_t>(kDirectAlign, align_up(offset + n) - align_down(offset));
+}
+
+size_t ReadFile::read_direct(uint8_t* buf, size_t n, uint64_t offset) const {
     check(offset <= size_ && n <= size_ - offset,
           "{}: read of {} bytes at offset {} is past the end ({} bytes)", path_.string(), n, offset, size_);
     const uint64_t begin = align_down(offset);
     const uint64_t end = align_up(offset + n);
-    *skew = static_cast<size_t>(offset - begin);
-    AlignedBytes buf = aligned_alloc_bytes(static_cast<size_t>(end - begin));
+    const size_t skew = static_cast<size_t>(offset - begin);
     if (!has_direct()) {
-        read_at(buf.get() + *skew, n, offset);
-        return buf;
+        read_at(buf + skew, n, offset);
+        return skew;
     }
     // The aligned range may run past the end of the file; O_DIRECT then returns a short read, which is
     // fine as long as every byte up to offset + n arrived.
-    const size_t needed = *skew + n, len = static_cast<size_t>(end - begin);
+    const size_t needed = skew + n, len = static_cast<size_t>(end - begin);
     size_t got = 0;
     while (got < needed) {
-        ssize_t r = ::pread(fd_direct_, buf.get() + got, len - got, static_cast<off_t>(begin + got));
+        ssize_t r = ::pread(fd_direct_, buf + got, len - got, static_cast<off_t>(begin + got));
         if (r < 0 && errno == EINTR) continue;
         check(r >= 0, "{}: direct read of {} bytes at offset {} failed: {}", path_.string(), len - got,
               begin + got, std::strerror(errno));
@@ -110,8 +114,8 @@ AlignedBytes ReadFile::read_direct(size_t n, uint64_t offset, size_t* skew) cons
         if (r == 0 || got % kDirectAlign != 0) break;
     }
     check(got >= needed, "{}: short read: {} of {} bytes at offset {} (file truncated?)", path_.string(),
-          got < *skew ? 0 : got - *skew, n, offset);
-    return buf;
+          got < skew ? 0 : got - skew, n, offset);
+    return skew;
 }
 
 }  // namespace coli

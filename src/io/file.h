@@ -33,9 +33,12 @@ public:
 
     // Reads exactly n bytes at offset into dst (buffered). Throws on error or short read.
     void read_at(void* dst, size_t n, uint64_t offset) const;
-    // Reads [offset, offset + n) into an aligned buffer with O_DIRECT when available (buffered otherwise);
-    // returns the buffer and sets *skew to the position of byte `offset` within it.
-    AlignedBytes read_direct(size_t n, uint64_t offset, size_t* skew) const;
+    // Bytes of the aligned buffer read_direct needs for [offset, offset + n): the range widened to
+    // kDirectAlign boundaries, never less than one block.
+    static uint64_t direct_bytes(size_t n, uint64_t offset);
+    // Reads [offset, offset + n) into `buf` (kDirectAlign-aligned, direct_bytes(n, offset) long) with
+    // O_DIRECT when available (buffered otherwise); returns the position of byte `offset` within buf.
+    size_t read_direct(uint8_t* buf, size_t n, uint64_t offset) const;
 
 private:
     std::filesystem::path path_;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "nn/weights.h"
 
 namespace coli {
@@ -53,6 +54,7 @@ ExpertWeights swiglu_expert_weights(const ExpertHandle& e) {
 
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
                   const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch) {
+    const Timer timer;
     for (int64_t t = 0; t < r.n_tokens; ++t)
         store.routing_record(layer, std::span<const int32_t>(&r.experts[t * r.k], r.k));
 
@@ -78,6 +80,7 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
         }
         ops.moe_experts(experts, r, x, y);
     }
+    store.moe_time_record(timer.seconds());
     return y;
 }
 

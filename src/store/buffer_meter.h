@@ -8,8 +8,9 @@
 namespace coli {
 
 struct BufferMeterReading {
-    uint64_t live_bytes = 0;  // expert read buffers alive now, in every store of the process
-    uint64_t peak_bytes = 0;  // the highest live_bytes since the last reset
+    uint64_t live_bytes = 0;   // expert read buffers alive now, in every store of the process
+    uint64_t peak_bytes = 0;   // the highest live_bytes since the last reset
+    uint64_t allocations = 0;  // buffers allocated since the process started
 };
 
 BufferMeterReading buffer_meter_read();

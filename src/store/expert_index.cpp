@@ -8,14 +8,11 @@
 
 #include "core/error.h"
 #include "io/file.h"
+#include "store/buffer_pool.h"
 
 namespace coli {
 
 namespace {
-
-uint64_t align_up(uint64_t x, uint64_t a) {
-    return (x + a - 1) / a * a;
-}
 
 // 64-bit FNV-1a: a stable, dependency-free hash for the model fingerprint (not for security).
 class Fnv1a {
@@ -62,9 +59,7 @@ ExpertLocation locate(const std::vector<const TensorInfo*>& infos) {
         loc.bytes += t.nbytes;
     }
     for (ReadRange& r : loc.reads) {
-        // As aligned_alloc_bytes rounds: never less than one block, even for an empty range.
-        r.buffer_bytes =
-            std::max<uint64_t>(kDirectAlign, align_up(r.offset % kDirectAlign + r.length, kDirectAlign));
+        r.buffer_bytes = pool_size_class(ReadFile::direct_bytes(r.length, r.offset));
         loc.buffer_bytes += r.buffer_bytes;
     }
     return loc;

@@ -21,8 +21,8 @@ struct ReadRange {
     int file = 0;         // index of the file in the Checkpoint
     uint64_t offset = 0;  // first byte needed
     uint64_t length = 0;  // bytes needed (gaps between merged parts included)
-    // Bytes of the buffer the read allocates: the range widened to kDirectAlign boundaries, as
-    // ReadFile::read_direct allocates it (and as the buffered path allocates it too, so both cost the same).
+    // Bytes of the buffer the read takes: ReadFile::direct_bytes (on the O_DIRECT and the buffered path
+    // alike, so that both cost the budget the same) rounded up to the BufferPool's size class.
     uint64_t buffer_bytes = 0;
 };
 

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "io/file.h"
+#include "store/buffer_pool.h"
 #include "store/expert_cache.h"
 #include "store/expert_entry.h"
 #include "store/expert_index.h"
@@ -88,7 +89,11 @@ struct ExpertStore::Impl {
     uint64_t records_since_refresh = 0;
     uint64_t hits = 0, misses = 0, bytes_read = 0;
     double stall_seconds = 0;
+    double moe_seconds = 0;
+    uint64_t moe_calls = 0;
 
+    // Shared with the buffers, which go back to it when their expert is dropped (perhaps after the store).
+    const std::shared_ptr<BufferPool> pool;
     IoQueue io;  // last: destroyed (joined) first, so no read finishes into a half-destroyed store
 };
 
@@ -102,6 +107,7 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
       history(index->n_layers(), index->n_experts(), index->fingerprint()),
       routing(index->n_layers(), index->n_experts()),
       hot(size_t(index->n_layers()) * size_t(index->n_experts()), 0),
+      pool(std::make_shared<BufferPool>(opts.ram_bytes)),
       io(opts.io_threads) {
     check(opts.slots_per_layer >= 0, "expert store: slots per layer must be >= 0, not {}",
           opts.slots_per_layer);
@@ -193,7 +199,7 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     ReadBuffer buf;
     std::string error;
     try {
-        buf = ReadBuffer::read(file, range);
+        buf = ReadBuffer::read(file, range, pool);
     } catch (const std::exception& ex) {
         error = ex.what();
     }
@@ -201,7 +207,8 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     std::lock_guard lock(mu);
     if (error.empty()) {
         e->buffers[i] = std::move(buf);
-        bytes_read += file.has_direct() ? range.buffer_bytes : range.length;  // O_DIRECT reads whole blocks
+        // O_DIRECT reads whole blocks.
+        bytes_read += file.has_direct() ? ReadFile::direct_bytes(range.length, range.offset) : range.length;
     } else if (e->error.empty()) {
         e->error = error;
     }
@@ -392,6 +399,13 @@ void ExpertStore::routing_record(int layer, std::span<const int> experts) {
     if (s.hot_enabled && ++s.records_since_refresh >= kHotSetRefreshRecords) s.refresh_hot_set();
 }
 
+void ExpertStore::moe_time_record(double seconds) {
+    Impl& s = *impl_;
+    std::lock_guard lock(s.mu);
+    s.moe_seconds += seconds;
+    ++s.moe_calls;
+}
+
 StoreStats ExpertStore::stats() const {
     const Impl& s = *impl_;
     StoreStats st;
@@ -402,7 +416,10 @@ StoreStats ExpertStore::stats() const {
     st.evictions = s.cache.evictions();
     st.bytes_read = s.bytes_read;
     st.stall_seconds = s.stall_seconds;
+    st.moe_seconds = s.moe_seconds;
+    st.moe_calls = s.moe_calls;
     st.cached_bytes = s.cache.charged_bytes();
+    st.kept_bytes = s.pool->kept_bytes();
     st.pinned_experts = s.hot_experts;
     st.distinct_per_layer = s.routing.distinct_per_layer();
     st.consecutive_shared = s.routing.consecutive_shared();

@@ -44,11 +44,16 @@ struct StoreStats {
     double read_seconds = 0;      // wall time with at least one read in flight
     double stall_seconds = 0;     // time fetch() waited for reads
     uint64_t cached_bytes = 0;    // bytes held now (<= budget)
+    uint64_t kept_bytes = 0;      // bytes of read buffers kept for reuse now (with those held: <= budget)
     uint64_t pinned_experts = 0;  // experts in the hot set now
     // Routing statistics (see DESIGN.md: synthetic models lie about caching).
     double distinct_per_layer = 0;  // mean over MoE layers of distinct experts used
     double consecutive_shared = 0;  // mean experts shared by consecutive tokens in a layer
     uint64_t tokens_routed = 0;     // token-layer routings recorded
+    // Routed-expert layers as models run them (moe_routed): fetches, waits for reads and the experts'
+    // compute (as queued, on a backend that runs asynchronously).
+    double moe_seconds = 0;  // wall time
+    uint64_t moe_calls = 0;  // layer calls (each over a group of tokens)
 
     double read_gbps() const { return read_seconds > 0 ? bytes_read / read_seconds / 1e9 : 0; }
     double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }
@@ -93,6 +98,8 @@ public:
 
     // Records the experts one token was routed to in `layer` (routing statistics and hot set).
     void routing_record(int layer, std::span<const int> experts);
+    // Adds the wall time of one routed-expert layer (moe_routed) to StoreStats::moe_seconds.
+    void moe_time_record(double seconds);
 
     StoreStats stats() const;
     uint64_t expert_bytes(int layer, int expert) const;  // bytes of one expert's tensors

@@ -1,20 +1,13 @@
 #include "store/read_buffer.h"
 
-#include "store/buffer_meter.h"
-
 namespace coli {
 
-ReadBuffer ReadBuffer::read(const ReadFile& file, const ReadRange& range) {
-    // On the meter before the allocation, so that the meter never shows less than what is allocated.
-    buffer_meter_add(range.buffer_bytes);
+ReadBuffer ReadBuffer::read(const ReadFile& file, const ReadRange& range, std::shared_ptr<BufferPool> pool) {
     ReadBuffer buf;
-    buf.allocated_ = range.buffer_bytes;
-    try {
-        buf.bytes_ = file.read_direct(range.length, range.offset, &buf.skew_);
-    } catch (...) {
-        buf.release();
-        throw;
-    }
+    buf.bytes_ = pool->take(range.buffer_bytes);
+    buf.size_ = range.buffer_bytes;
+    buf.pool_ = std::move(pool);
+    buf.skew_ = file.read_direct(buf.bytes_.get(), range.length, range.offset);  // on error buf gives it back
     return buf;
 }
 
@@ -23,15 +16,16 @@ ReadBuffer& ReadBuffer::operator=(ReadBuffer&& o) noexcept {
         release();
         bytes_ = std::move(o.bytes_);
         skew_ = o.skew_;
-        allocated_ = std::exchange(o.allocated_, 0);
+        size_ = std::exchange(o.size_, 0);
+        pool_ = std::move(o.pool_);
     }
     return *this;
 }
 
 void ReadBuffer::release() {
-    bytes_.reset();  // freed before it leaves the meter
-    if (allocated_ > 0) buffer_meter_sub(allocated_);
-    allocated_ = 0;
+    if (bytes_) pool_->give(std::move(bytes_), size_);
+    size_ = 0;
+    pool_.reset();
 }
 
 }  // namespace coli

@@ -50,18 +50,18 @@ void check_reads(const std::filesystem::path& path, const std::vector<uint8_t>& 
         EXPECT_EQ(std::memcmp(got.data(), bytes.data() + c.offset, c.n), 0);
         EXPECT_EQ(got[c.n], 0xAA);  // nothing written past n
 
-        size_t skew = 12345;
-        AlignedBytes buf = f.read_direct(c.n, c.offset, &skew);
-        ASSERT_NE(buf.get(), nullptr);
-        EXPECT_EQ(reinterpret_cast<uintptr_t>(buf.get()) % kDirectAlign, 0u);
+        const uint64_t span = ReadFile::direct_bytes(c.n, c.offset);
+        EXPECT_EQ(span % kDirectAlign, 0u);
+        EXPECT_GE(span, c.offset % kDirectAlign + c.n);
+        AlignedBytes buf = aligned_alloc_bytes(span);
+        const size_t skew = f.read_direct(buf.get(), c.n, c.offset);
         EXPECT_EQ(skew, c.offset % kDirectAlign);
         EXPECT_EQ(std::memcmp(buf.get() + skew, bytes.data() + c.offset, c.n), 0);
     }
     EXPECT_COLI_ERROR(f.read_at(nullptr, 1, kFileSize), "is past the end");
     EXPECT_COLI_ERROR(f.read_at(nullptr, 2, kFileSize - 1), "is past the end");
-    size_t skew = 0;
-    EXPECT_COLI_ERROR(f.read_direct(1, kFileSize, &skew), "is past the end");
-    EXPECT_COLI_ERROR(f.read_direct(SIZE_MAX, 1, &skew), "is past the end");
+    EXPECT_COLI_ERROR(f.read_direct(nullptr, 1, kFileSize), "is past the end");
+    EXPECT_COLI_ERROR(f.read_direct(nullptr, SIZE_MAX, 1), "is past the end");
 }
 
 // Both paths: O_DIRECT where this filesystem allows it, and buffered.
@@ -96,9 +96,9 @@ TEST(ReadFile, EmptyFile) {
     ReadFile f(dir / "empty");
     EXPECT_EQ(f.size(), 0u);
     f.read_at(nullptr, 0, 0);
-    size_t skew = 1;
-    EXPECT_NE(f.read_direct(0, 0, &skew).get(), nullptr);
-    EXPECT_EQ(skew, 0u);
+    EXPECT_EQ(ReadFile::direct_bytes(0, 0), kDirectAlign);  // never an empty buffer
+    AlignedBytes buf = aligned_alloc_bytes(kDirectAlign);
+    EXPECT_EQ(f.read_direct(buf.get(), 0, 0), 0u);
 }
 
 TEST(AlignedAlloc, AlignedAndNeverNull) {

@@ -2,10 +2,12 @@
 // their experts, prefetch fills what fits.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <random>
 
 #include "store/buffer_meter.h"
+#include "store/expert_index.h"
 #include "store/expert_store.h"
 #include "synth_model.h"
 
@@ -127,6 +129,33 @@ TEST_F(Cache, HandlesKeepTheirExperts) {
     a.reset();
     b.clear();
     for (const auto& h : store.fetch(1, std::vector<int>{4, 5})) expect_expert_bytes(model, h);
+}
+
+// Once the cache is full it evicts about one expert per expert it reads; the reads take the evicted
+// experts' buffers instead of allocating (fresh memory is slow on some machines, see buffer_pool.h).
+TEST_F(Cache, FullCacheReusesBuffers) {
+    const ExpertIndex index(*ckpt, model.layout(1));
+    std::map<std::vector<uint64_t>, std::vector<int>> by_sizes;  // experts by their reads' buffer sizes
+    for (int e = 0; e < kExperts; ++e) {
+        std::vector<uint64_t> sizes;
+        for (const ReadRange& r : index.at(1, e).reads) sizes.push_back(r.buffer_bytes);
+        by_sizes[sizes].push_back(e);
+    }
+    std::vector<int> same;
+    for (const auto& [sizes, experts] : by_sizes)
+        if (experts.size() > same.size()) same = experts;
+    ASSERT_GE(same.size(), 3u);
+    StoreOptions opts;
+    opts.ram_bytes = 2 * index.at(1, same[0]).buffer_bytes;
+    ExpertStore store = open(opts, /*only_layer=*/1);
+    store.fetch(1, std::vector<int>{same[0]});
+    store.fetch(1, std::vector<int>{same[1]});
+    const uint64_t allocations = buffer_meter_read().allocations;
+    for (int round = 0; round < 3; ++round)
+        for (int e : same) expect_expert_bytes(model, store.fetch(1, std::vector<int>{e})[0]);
+    EXPECT_GT(store.stats().evictions, 0u);
+    EXPECT_EQ(buffer_meter_read().allocations, allocations);
+    EXPECT_LE(buffer_meter_read().live_bytes, opts.ram_bytes);
 }
 
 TEST_F(Cache, HandleOutlivesTheStore) {
