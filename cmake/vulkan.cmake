@@ -20,8 +20,10 @@ file(GLOB coli_vk_sources CONFIGURE_DEPENDS ${coli_vk_dir}/shaders/*.comp)
 # Every .comp is one shader named after its file; a shader listed here is built in several variants
 # instead, "name|source|defines" (defines separated by commas).
 set(coli_vk_variants
-    "gemv_subgroup|gemv.comp|-DCOLI_SUBGROUP=1"
-    "gemv_shared|gemv.comp|-DCOLI_SUBGROUP=0")
+    "gemv_subgroup|gemv.comp|-DCOLI_SUBGROUP=1,-DCOLI_BATCH=0"
+    "gemv_shared|gemv.comp|-DCOLI_SUBGROUP=0,-DCOLI_BATCH=0"
+    "gemv_batch_subgroup|gemv.comp|-DCOLI_SUBGROUP=1,-DCOLI_BATCH=1"
+    "gemv_batch_shared|gemv.comp|-DCOLI_SUBGROUP=0,-DCOLI_BATCH=1")
 set(coli_vk_builds)
 foreach(src ${coli_vk_sources})
   get_filename_component(base ${src} NAME_WE)

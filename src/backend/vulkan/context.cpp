@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -50,6 +51,14 @@ Context::Context(int index) {
     p2.pNext = &sub;
     api.vkGetPhysicalDeviceProperties2(physical, &p2);
     subgroup_size = sub.subgroupSize;
+    // The weight slot arrays are indexed by job, which needs dynamic indexing of storage buffer arrays, and
+    // count against the per-stage storage buffer limit with the plain bindings.
+    VkPhysicalDeviceFeatures supported{};
+    api.vkGetPhysicalDeviceFeatures(physical, &supported);
+    const uint32_t buffer_limit = std::min(props.limits.maxPerStageDescriptorStorageBuffers,
+                                           props.limits.maxDescriptorSetStorageBuffers);
+    if (supported.shaderStorageBufferArrayDynamicIndexing && buffer_limit > kMaxBindings + 2)
+        weight_slots = std::min(kMaxWeightSlots, (buffer_limit - kMaxBindings) / 2);
     subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                           std::getenv(kNoSubgroupsEnv) == nullptr;
@@ -71,6 +80,9 @@ Context::Context(int index) {
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
+    VkPhysicalDeviceFeatures enabled{};
+    enabled.shaderStorageBufferArrayDynamicIndexing = weight_slots > 1 ? VK_TRUE : VK_FALSE;
+    dci.pEnabledFeatures = &enabled;
     const char* ext[] = {kPortabilitySubset};
     if (device_has_extension(api, physical, kPortabilitySubset)) {
         dci.enabledExtensionCount = 1;
@@ -95,11 +107,12 @@ Context::Context(int index) {
         unified_type = memory_type_find(memory, kHost | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
                                         memory.memoryTypes[local_type].heapIndex);
 
-    VkDescriptorSetLayoutBinding bindings[kMaxBindings];
-    for (uint32_t b = 0; b < kMaxBindings; ++b)
-        bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutBinding bindings[kMaxBindings + 2];
+    for (uint32_t b = 0; b < kMaxBindings + 2; ++b)
+        bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, b < kSlotBinding ? 1 : weight_slots,
+                       VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
     VkDescriptorSetLayoutCreateInfo lci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    lci.bindingCount = kMaxBindings;
+    lci.bindingCount = kMaxBindings + 2;
     lci.pBindings = bindings;
     vk_check(api.vkCreateDescriptorSetLayout(device, &lci, nullptr, &set_layout), "descriptor set layout");
     const VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes};

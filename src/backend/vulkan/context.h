@@ -20,6 +20,10 @@ inline constexpr uint32_t kMaxBindings = 8;
 inline constexpr uint32_t kMaxGroups = 65535;
 // Push-constant bytes every device offers (the Vulkan minimum of maxPushConstantsSize).
 inline constexpr uint32_t kPushBytes = 128;
+// Bindings kSlotBinding and kSlotBinding + 1 are arrays of weight buffers (codes, scales) that a batched
+// GEMV indexes by job; at most kMaxWeightSlots each, fewer where the device's descriptor limits say so.
+inline constexpr uint32_t kSlotBinding = kMaxBindings;
+inline constexpr uint32_t kMaxWeightSlots = 32;
 
 struct Context {
     Api api;                                            // entry points, with this instance's functions
@@ -33,10 +37,11 @@ struct Context {
     VkPhysicalDeviceMemoryProperties memory{};          // memory types and heaps
     uint32_t subgroup_size = 0;                         // lanes per subgroup
     bool subgroup_arithmetic = false;                   // subgroupAdd in compute shaders
+    uint32_t weight_slots = 1;                          // weights per slot array (1: no batched GEMV)
     uint32_t local_type = 0;                            // device-local memory type (tensors, weights)
     uint32_t staging_type = 0;                          // host-visible, coherent type for transfers
     int32_t unified_type = -1;                          // device-local type the host writes directly, or -1
-    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;  // kMaxBindings storage buffers
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;  // kMaxBindings storage buffers, the slot arrays
     VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;  // set_layout + kPushBytes of push constants
     std::unique_ptr<BufferPool> pool;                   // released buffers kept for reuse
 

@@ -21,6 +21,7 @@ namespace coli::vk {
     X(vkEnumeratePhysicalDevices)               \
     X(vkGetPhysicalDeviceProperties)            \
     X(vkGetPhysicalDeviceProperties2)           \
+    X(vkGetPhysicalDeviceFeatures)              \
     X(vkGetPhysicalDeviceMemoryProperties)      \
     X(vkGetPhysicalDeviceQueueFamilyProperties) \
     X(vkEnumerateDeviceExtensionProperties)     \

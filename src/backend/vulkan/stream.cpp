@@ -72,7 +72,8 @@ VkDescriptorSet Stream::set_new() {
         sets_taken_ = 0;
     }
     if (set_pool_ == set_pools_.size()) {
-        const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+        const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                        kSetsPerPool * (kMaxBindings + 2 * ctx_->weight_slots)};
         VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
         pci.maxSets = kSetsPerPool;
         pci.poolSizeCount = 1;
@@ -93,9 +94,12 @@ VkDescriptorSet Stream::set_new() {
 }
 
 void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
-                      uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+                      uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz, const WeightSlots& slots) {
     check(buffers.size() >= 1 && buffers.size() <= kMaxBindings && push_bytes <= kPushBytes,
           "vulkan: dispatch with {} buffers and {} push bytes", buffers.size(), push_bytes);
+    check(slots.codes.size() == slots.scales.size() && slots.codes.size() <= ctx_->weight_slots,
+          "vulkan: dispatch with {} + {} weight slots, the device binds {}", slots.codes.size(),
+          slots.scales.size(), ctx_->weight_slots);
     if (gx == 0 || gy == 0 || gz == 0) return;
     const VkPhysicalDeviceLimits& lim = ctx_->props.limits;
     check(gx <= lim.maxComputeWorkGroupCount[0] && gy <= lim.maxComputeWorkGroupCount[1] &&
@@ -104,21 +108,29 @@ void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buff
     record_begin();
     const Api& api = ctx_->api;
     const VkDescriptorSet set = set_new();
-    VkDescriptorBufferInfo infos[kMaxBindings];
-    VkWriteDescriptorSet writes[kMaxBindings];
+    VkDescriptorBufferInfo infos[kMaxBindings + 2 * kMaxWeightSlots];
+    VkWriteDescriptorSet writes[kMaxBindings + 2];
+    uint32_t w = 0, i = 0;
+    // One write of consecutive buffers from binding `binding`.
+    const auto bind = [&](uint32_t binding, std::span<const BufferPtr> bufs) {
+        if (bufs.empty()) return;
+        writes[w] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[w].dstSet = set;
+        writes[w].dstBinding = binding;
+        writes[w].descriptorCount = static_cast<uint32_t>(bufs.size());
+        writes[w].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[w].pBufferInfo = &infos[i];
+        ++w;
+        for (const BufferPtr& buf : bufs) {
+            infos[i++] = {buf->buffer, 0, VK_WHOLE_SIZE};
+            held_.push_back(buf);
+        }
+    };
     uint32_t b = 0;
-    for (const BufferPtr& buf : buffers) {
-        infos[b] = {buf->buffer, 0, VK_WHOLE_SIZE};
-        writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[b].dstSet = set;
-        writes[b].dstBinding = b;
-        writes[b].descriptorCount = 1;
-        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[b].pBufferInfo = &infos[b];
-        held_.push_back(buf);
-        ++b;
-    }
-    api.vkUpdateDescriptorSets(ctx_->device, b, writes, 0, nullptr);
+    for (const BufferPtr& buf : buffers) bind(b++, std::span<const BufferPtr>(&buf, 1));
+    bind(kSlotBinding, slots.codes);
+    bind(kSlotBinding + 1, slots.scales);
+    api.vkUpdateDescriptorSets(ctx_->device, w, writes, 0, nullptr);
     api.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     api.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_->pipeline_layout, 0, 1, &set, 0,
                                 nullptr);

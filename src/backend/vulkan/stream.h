@@ -7,12 +7,20 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/vulkan/buffer.h"
 #include "backend/vulkan/context.h"
 
 namespace coli::vk {
+
+// Weight buffers bound to the slot arrays (bindings kSlotBinding and kSlotBinding + 1), one per element;
+// at most Context::weight_slots each, and as many codes as scales.
+struct WeightSlots {
+    std::span<const BufferPtr> codes;
+    std::span<const BufferPtr> scales;
+};
 
 class Stream {
 public:
@@ -21,9 +29,11 @@ public:
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
 
-    // Runs `pipeline` over groups (x, y, z) with buffers bound to bindings 0, 1, ... and push constants.
+    // Runs `pipeline` over groups (x, y, z) with buffers bound to bindings 0, 1, ..., weights to the slot
+    // arrays, and push constants.
     void dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
-                  uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+                  uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
+                  const WeightSlots& slots = {});
     // dst[dst_offset, + bytes) = src[src_offset, + bytes).
     void copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& dst, uint64_t dst_offset,
               uint64_t bytes);

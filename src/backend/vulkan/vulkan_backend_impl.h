@@ -17,11 +17,16 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/vulkan/context.h"
 #include "backend/vulkan/expert_tier.h"
+#include "backend/vulkan/gemv.h"
 #include "backend/vulkan/pipelines.h"
 #include "backend/vulkan/stream.h"
 #include "backend/vulkan/weights.h"
 
 namespace coli {
+
+namespace vk {
+struct MoePlan;  // moe.cpp
+}  // namespace vk
 
 // Device memory kept free for activations, KV caches and scratch when --vram-gb is not given.
 inline constexpr uint64_t kVulkanVramReserve = 2ull << 30;
@@ -70,11 +75,20 @@ public:
 
     // y = x w^T on device buffers, GEMV or GEMM by n (matmul.cpp).            x: [n, w.cols]; y: [n, w.rows]
     void matmul_device(const vk::DeviceWeight& w, const vk::BufferPtr& x, int64_t n, const vk::BufferPtr& y);
+    // Decode GEMV jobs in few dispatches (gemv.cpp).
+    void gemv(const vk::GemvJobs& jobs);
     // Runs shader `name` (specialized by spec) on buffers with push constants `push`.
     template <typename Push>
     void run(std::string_view name, std::initializer_list<uint32_t> spec,
              std::initializer_list<vk::BufferPtr> buffers, const Push& push, uint32_t gx, uint32_t gy = 1) {
-        stream_.dispatch(pipelines_.get(name, spec), buffers, &push, sizeof(Push), gx, gy);
+        run_slots(name, spec, buffers, {}, push, gx, gy, 1);
+    }
+    // run, with weights bound to the slot arrays, over gx * gy * gz groups.
+    template <typename Push>
+    void run_slots(std::string_view name, std::initializer_list<uint32_t> spec,
+                   std::initializer_list<vk::BufferPtr> buffers, const vk::WeightSlots& slots,
+                   const Push& push, uint32_t gx, uint32_t gy, uint32_t gz) {
+        stream_.dispatch(pipelines_.get(name, spec), buffers, &push, sizeof(Push), gx, gy, gz, slots);
     }
     // The stream every command of this backend goes to (benchmarks time it).
     vk::Stream& stream() { return stream_; }
@@ -87,6 +101,11 @@ private:
     void fault_check(OpKind op) const;  // throws coli::Error when COLI_VULKAN_FAIL_OP names op
     void check_owner(const Tensor& t, const char* what) const;
     static const vk::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
+    // moe_experts' two paths (moe.cpp).
+    void moe_batched(const vk::MoePlan& p, std::span<const ExpertWeights> experts, const Routing& r,
+                     const Tensor& x, Tensor& y);
+    void moe_per_expert(const vk::MoePlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
+                        Tensor& y);
     // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0).
     void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys);
 

@@ -1,142 +1,240 @@
 #version 450
-// Decode GEMV: y[t][r] = dot(x[t], row r of w) for kTokens tokens in one pass over w. A workgroup of 128
-// threads takes kRows rows, one team of 128 / kRows threads per row, so that short rows (4-bit codes) still
-// keep every thread busy. Each thread reads whole 16-byte chunks of codes (rows of whole chunks only, so
-// cols is a multiple of 4: the backend sends other shapes to the GEMM), two chunks in flight, decodes them
-// in registers and multiplies with x. A team's partial sums meet through a subgroup add when one team is
-// the whole workgroup and the device has subgroup arithmetic (COLI_SUBGROUP=1), else through shared memory.
+// Decode GEMV: y[t][r] = dot(x[t], row r of w) for up to kMaxTokens tokens in one pass over w, for one
+// matrix, or (COLI_BATCH) for a batch of jobs in one dispatch: the experts of a MoE layer, where one dispatch
+// per matrix would cost more than reading it. gl_WorkGroupID.z picks the job; job j's weights are slots
+// j * kMats + m of the `codes` and `scales` arrays, its tokens are rows first[j] .. first[j + 1] of x and y.
+//
+// A workgroup is kTeams teams of kLanes lanes; a team takes kRows rows of each of the job's kMats matrices
+// (kMats = 2: gate and up of the same rows, written as glu(gate, up)). Each lane reads every kLanes-th
+// 16-byte chunk of its rows (one load per row in flight while the previous chunk is computed), decodes it
+// (codec.glsl) and multiplies it with the matching x of every token, loaded once for all the rows. Short,
+// wide matrices split a row group's chunks over `parts` teams. A team's lanes meet through subgroupAdd when
+// a subgroup is a team (COLI_SUBGROUP and subgroups of kLanes), else through shared memory.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #if COLI_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
 #endif
-#include "common.glsl"
 
-const uint kThreads = 128u;
 layout(local_size_x = 128) in;
+const uint kThreads = 128u;               // = gemv.cpp's kGemvThreads
+const uint kLanes = 32u;                  // lanes per team
+const uint kTeams = kThreads / kLanes;    // teams per workgroup
+const uint kMaxTokens = 8u;               // = kVulkanGemvMaxTokens
+const uint kMaxSlots = 4u;                // rows a team holds: kRows * kMats at most
+const uint kMaxJobs = 16u;                // = gemv.h's kGemvMaxJobs
 layout(constant_id = 0) const uint kFormat = 0u;
-layout(constant_id = 1) const uint kTokens = 1u;  // 1 .. kMaxTokens
-layout(constant_id = 2) const uint kRows = 1u;    // rows per workgroup: 1, 2, 4 or 8
-const uint kMaxTokens = 8u;                        // = kVulkanGemvMaxTokens
-const uint kTeam = kThreads / kRows;               // threads per row
+layout(constant_id = 1) const uint kTokens = 1u;  // 1 .. kMaxTokens: the most tokens of any job
+layout(constant_id = 2) const uint kRows = 1u;    // rows of each matrix per team
+layout(constant_id = 3) const uint kMats = 1u;    // matrices per job: 1, or 2 (gate and up)
+layout(constant_id = 4) const uint kGlu = 0u;     // kMats = 2: the GluKind
+#if COLI_BATCH
+layout(constant_id = 5) const uint kSlots = 1u;        // weights bound: the device's batch size
+layout(constant_id = 6) const bool kGatherX = false;  // x rows through `xrows` (the routed tokens)
+#define SLOT(job, m) ((job) * kMats + (m))
+#else
+const uint kSlots = 1u;
+#define SLOT(job, m) 0u
+#endif
 
-layout(std430, binding = 0) readonly buffer WChunks { uvec4 wchunk[]; };
-layout(std430, binding = 1) readonly buffer WScale { uint wscale[]; };
-layout(std430, binding = 2) readonly buffer X { vec4 x4[]; };        // [kTokens, cols / 4]
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };        // [kTokens, rows]
-layout(std430, binding = 4) readonly buffer WData { uint wdata[]; };  // the codes again, for weight.glsl
+#include "common.glsl"
+#include "activations.glsl"
+#include "codec.glsl"
+
+layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };  // [tokens, cols / 4]
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };  // [tokens, rows]
+#if COLI_BATCH
+layout(std430, binding = 2) readonly buffer XRows { int xrows[]; };  // kGatherX: x row of each job token
+#endif
+layout(std430, binding = 8) readonly buffer Codes { uvec4 chunk[]; } codes[kSlots];
+layout(std430, binding = 9) readonly buffer Scales { uint word[]; } scales[kSlots];
 layout(push_constant) uniform Push {
-    uint rows;
+    uint rows;                   // of each matrix
     uint cols;
+    uint parts;                  // teams that split one row group's chunks: 1, 2 or 4
+    float beta;                  // SiTU: the gate's tanh bound
+    float linear_beta;           // SiTU: the up projection's tanh bound
+    uint first[kMaxJobs + 1u];   // job j's tokens: rows first[j] .. first[j + 1] of y (and of x)
 } pc;
 
-#include "weight.glsl"
+const uint kRowSlots = kRows * kMats;
+const uint kMaxAcc = kMaxSlots * kMaxTokens;
 
-// Integer codes become floats without a conversion instruction (a quarter of the FMA rate on many GPUs):
-// the code is ORed into the mantissa of 2^23 and one subtraction removes 2^23 and the code's offset. Exact.
-const uint kMagic = 0x4b000000u;  // f32 bits of 2^23
-const float kTwo23 = 8388608.0;
+// Every loop over row slots and tokens has a literal bound and no loop inside, so that glslc unrolls it and
+// every array index becomes a constant (the arrays stay in registers, the decode constants fold); the
+// specialization constants then cut the unused iterations. A (row slot r, token j) pair is a = r kMaxTokens + j.
+bool acc_used(uint a) {
+    return a / kMaxTokens < kRowSlots && a % kMaxTokens < kTokens;
+}
+#define FOR_ACC(a) [[unroll]] for (uint a = 0u; a < kMaxAcc; ++a) if (acc_used(a))
+#define FOR_SLOTS(r) [[unroll]] for (uint r = 0u; r < kMaxSlots; ++r) if (r < kRowSlots)
 
-// Elements per 32-bit word of codes.
-uint word_elems() {
-    if (kFormat == kF32) return 1u;
-    if (kFormat == kBf16 || kFormat == kF16) return 2u;
-    if (kFormat == kInt8 || kFormat == kFp8) return 4u;
-    return 8u;
+float scale_f32(uint slot, uint i) {
+    return uintBitsToFloat(scales[slot].word[i]);
 }
 
-// e2m1 code to its value by its bits (exact; no table, no subnormal f32): 0, 0.5 for the two smallest
-// magnitudes, else 2^(e-1) (1 + m/2).
-float e2m1_bits(uint code) {
-    const uint mag = code & 7u;
-    const float v = mag < 2u ? float(mag) * 0.5 : uintBitsToFloat((((mag >> 1u) + 126u) << 23u) | ((mag & 1u) << 22u));
-    return (code & 8u) != 0u ? -v : v;
-}
-
-// Element e of a word of codes, before any scale.
-float word_value(uint u, uint e) {
-    if (kFormat == kF32) return uintBitsToFloat(u);
-    if (kFormat == kBf16) return bf16_value(bitfieldExtract(u, int(e * 16u), 16));
-    if (kFormat == kF16) return f16_value(bitfieldExtract(u, int(e * 16u), 16));
-    if (kFormat == kInt8)
-        return uintBitsToFloat(kMagic | (bitfieldExtract(u, int(e * 8u), 8) ^ 0x80u)) - (kTwo23 + 128.0);
-    if (kFormat == kFp8) return fp8_value(bitfieldExtract(u, int(e * 8u), 8));
-    const uint code = bitfieldExtract(u, int(e * 4u), 4);
-    if (kFormat == kInt4) return uintBitsToFloat(kMagic | code) - (kTwo23 + float(kInt4Zero));
-    return e2m1_bits(code);
-}
-
-// The scale of chunk k of row r (1 for formats without chunk scales).
-float chunk_scale(uint r, uint k, uint chunk_elems) {
-    if (kFormat == kInt4) return scale_f32(r * (pc.cols / kInt4Group) + k * chunk_elems / kInt4Group);
-    if (kFormat == kMxfp4) return e8m0_value(scale_byte(r * (pc.cols / kMxBlock) + k));
-    if (kFormat == kFp8) {
-        const uint scale_cols = (pc.cols + kFp8Block - 1u) / kFp8Block;
-        return scale_f32((r / kFp8Block) * scale_cols + k * chunk_elems / kFp8Block);
+// The scale of chunk c of row r (chunk-scaled formats).
+float chunk_scale(uint slot, uint r, uint c) {
+    if (kFormat == kInt4) return scale_f32(slot, r * (pc.cols / kInt4Group) + c / (kInt4Group / kChunkElems));
+    if (kFormat == kMxfp4) {
+        const uint i = r * (pc.cols / kMxBlock) + c;  // one e8m0 byte per chunk
+        return e8m0_value(byte_of(scales[slot].word[i >> 2u], i));
     }
-    return 1.0;
+    const uint scale_cols = (pc.cols + kFp8Block - 1u) / kFp8Block;
+    return scale_f32(slot, (r / kFp8Block) * scale_cols + c / (kFp8Block / kChunkElems));
 }
 
-float acc[kMaxTokens];
+float acc[kMaxAcc];                          // this lane's sums, then the team's
+float part[kMaxAcc];                         // the current chunk's
+uint xbase[kMaxTokens];                      // vec4 index of each token's x row
+float vals[kMaxSlots][kMaxGroupElems];       // the current group of each row slot, decoded
 
-const uint kMaxChunkElems = 32u;  // elements of a 16-byte chunk of 4-bit codes
-
-// Adds chunk k (codes q) of row r times x to acc: the chunk is decoded once, then dotted with each token's
-// x, read four floats at a time.
-void chunk_add(uvec4 q, uint r, uint k) {
-    const uint epw = word_elems(), chunk_elems = 4u * epw;
-    float v[kMaxChunkElems];
-    for (uint w = 0u; w < 4u; ++w)
-        for (uint e = 0u; e < epw; ++e) v[w * epw + e] = word_value(q[w], e);
-    const float s = chunk_scale(r, k, chunk_elems);
-    const uint x0 = k * chunk_elems / 4u, row4 = pc.cols / 4u;
-    for (uint j = 0u; j < kTokens; ++j) {
-        float part = 0.0;
-        for (uint i = 0u; i < chunk_elems / 4u; ++i)
-            part += dot(vec4(v[4u * i], v[4u * i + 1u], v[4u * i + 2u], v[4u * i + 3u]), x4[j * row4 + x0 + i]);
-        acc[j] += part * s;
-    }
+// part[r][j] += dot(group vec4 p of row slot r, xv) for token j.
+void slot_dot(uint r, uint j, uint p, vec4 xv) {
+    if (r < kRowSlots)
+        part[r * kMaxTokens + j] +=
+            dot(vec4(vals[r][4u * p], vals[r][4u * p + 1u], vals[r][4u * p + 2u], vals[r][4u * p + 3u]), xv);
 }
 
-shared float partial[kMaxTokens][kThreads];
-
-void main() {
-    const uint t = gl_LocalInvocationID.x, lane = t % kTeam;
-    const uint r = group_index() * kRows + t / kTeam;
-    const bool valid = r < pc.rows;  // no early return: the whole workgroup meets at the barriers
-    const uint chunks = pc.cols / (4u * word_elems());
-    for (uint j = 0u; j < kTokens; ++j) acc[j] = 0.0;
-    if (valid) {
-        uint k = lane;
-        for (; k + kTeam < chunks; k += 2u * kTeam) {
-            const uvec4 q0 = wchunk[r * chunks + k], q1 = wchunk[r * chunks + k + kTeam];
-            chunk_add(q0, r, k);
-            chunk_add(q1, r, k + kTeam);
+// Group g of chunk c (codes q) of the team's rows times x, into part.
+void group_add(uvec4 q[kMaxSlots], uint c, uint g) {
+    if (g >= kGroups) return;
+    FOR_SLOTS(r) group_decode(q[r], g, vals[r]);
+    [[unroll]] for (uint i = 0u; i < kMaxTokens * (kMaxGroupElems / 4u); ++i) {
+        const uint j = i / (kMaxGroupElems / 4u), p = i % (kMaxGroupElems / 4u);  // token, vec4 of the group
+        if (j < kTokens && p < kGroupElems / 4u) {
+            const vec4 xv = x4[xbase[j] + c * (kChunkElems / 4u) + g * (kGroupElems / 4u) + p];
+            slot_dot(0u, j, p, xv);
+            slot_dot(1u, j, p, xv);
+            slot_dot(2u, j, p, xv);
+            slot_dot(3u, j, p, xv);
         }
-        if (k < chunks) chunk_add(wchunk[r * chunks + k], r, k);
     }
-    const float row_scale = (kFormat == kInt8 && valid) ? scale_f32(r) : 1.0;
+}
+
+// Adds chunk c (codes q, scales s) of the team's rows times x to acc.
+void chunk_add(uvec4 q[kMaxSlots], float s[kMaxSlots], uint c) {
+    FOR_ACC(a) part[a] = 0.0;
+    group_add(q, c, 0u);
+    group_add(q, c, 1u);
+    group_add(q, c, 2u);
+    group_add(q, c, 3u);
+    FOR_ACC(a) acc[a] = kChunkScaled ? fma(part[a] * kPreScale, s[a / kMaxTokens], acc[a]) : acc[a] + part[a];
+}
+
+shared float lane_sums[kThreads];                // the shared-memory team sum
+shared float part_sums[kTeams][kMaxAcc];         // team sums, for the parts of a row group
+
+// One step of the shared-memory tree: lanes below `width` add the lane `width` above.
+void tree_step(uint t, uint lane, uint width) {
+    if (lane < width) lane_sums[t] += lane_sums[t + width];
+    barrier();
+}
+
+// acc = the sum of acc over the team's lanes, in every lane. Called by the whole workgroup.
+void team_sum(uint t, uint team, uint lane) {
 #if COLI_SUBGROUP
-    if (kRows == 1u) {
-        for (uint j = 0u; j < kTokens; ++j) {
-            const float sum = subgroupAdd(acc[j]);
-            if (subgroupElect()) partial[j][gl_SubgroupID] = sum;
-        }
-        barrier();
-        if (t < kTokens && valid) {
-            float total = 0.0;
-            for (uint g = 0u; g < gl_NumSubgroups; ++g) total += partial[t][g];
-            y[t * pc.rows + r] = total * row_scale;
-        }
+    if (gl_SubgroupSize == kLanes) {
+        FOR_ACC(a) acc[a] = subgroupAdd(acc[a]);
         return;
     }
 #endif
-    for (uint j = 0u; j < kTokens; ++j) partial[j][t] = acc[j];
-    barrier();
-    for (uint s = kTeam / 2u; s > 0u; s >>= 1u) {
-        if (lane < s)
-            for (uint j = 0u; j < kTokens; ++j) partial[j][t] += partial[j][t + s];
+    FOR_ACC(a) {
+        lane_sums[t] = acc[a];
+        barrier();
+        tree_step(t, lane, 16u);  // kLanes / 2, ..., 1
+        tree_step(t, lane, 8u);
+        tree_step(t, lane, 4u);
+        tree_step(t, lane, 2u);
+        tree_step(t, lane, 1u);
+        acc[a] = lane_sums[team * kLanes];
         barrier();
     }
-    if (lane < kTokens && valid) y[lane * pc.rows + r] = partial[lane][t - lane] * row_scale;
+}
+
+void main() {
+    const uint t = gl_LocalInvocationID.x;
+    uint team = t / kLanes, lane = t % kLanes;
+#if COLI_SUBGROUP
+    if (gl_SubgroupSize == kLanes) {  // each subgroup is a team, whatever the driver's lane numbering
+        team = gl_SubgroupID;
+        lane = gl_SubgroupInvocationID;
+    }
+#endif
+    const uint job = gl_WorkGroupID.z;  // 0 without COLI_BATCH
+    const uint first = pc.first[job], n = pc.first[job + 1u] - first;
+    const uint parts = pc.parts, part_index = team % parts;
+    const uint r0 = (group_index() * (kTeams / parts) + team / parts) * kRows;
+    const bool has_rows = r0 < pc.rows;
+    const uint chunks = pc.cols / kChunkElems;
+
+    [[unroll]] for (uint j = 0u; j < kMaxTokens; ++j) {
+        const uint row = first + min(j, n - 1u);  // tokens past n repeat the last; their sums are dropped
+#if COLI_BATCH
+        xbase[j] = (kGatherX ? uint(xrows[row]) : row) * (pc.cols / 4u);
+#else
+        xbase[j] = row * (pc.cols / 4u);
+#endif
+    }
+    uint base[kMaxSlots], rowof[kMaxSlots];  // each row slot's row (past the end: the last) and first chunk
+    FOR_SLOTS(r) {
+        rowof[r] = min(r0 + r % kRows, pc.rows - 1u);
+        base[r] = rowof[r] * chunks;
+    }
+    FOR_ACC(a) acc[a] = 0.0;
+    uint nan_rows = 0u;  // fp8: bit r is set when row slot r holds a NaN code
+
+    if (has_rows) {
+        const uint step = parts * kLanes;
+        uint c = part_index * kLanes + lane;
+        uvec4 q[kMaxSlots];
+        float s[kMaxSlots];
+        FOR_SLOTS(r) {
+            const uint slot = SLOT(job, r / kRows), cc = min(c, chunks - 1u);
+            q[r] = codes[slot].chunk[base[r] + cc];
+            s[r] = kChunkScaled ? chunk_scale(slot, rowof[r], cc) : 1.0;
+        }
+        for (; c < chunks; c += step) {
+            // The next chunk's loads go out before this one is computed (the last is read twice).
+            const uint cn = min(c + step, chunks - 1u);
+            uvec4 qn[kMaxSlots];
+            float sn[kMaxSlots];
+            FOR_SLOTS(r) {
+                const uint slot = SLOT(job, r / kRows);
+                qn[r] = codes[slot].chunk[base[r] + cn];
+                sn[r] = kChunkScaled ? chunk_scale(slot, rowof[r], cn) : 1.0;
+            }
+            if (kFormat == kFp8)
+                FOR_SLOTS(r) if ((fp8_nan_bits(q[r]) & kByteHighBits) != 0u) nan_rows |= 1u << r;
+            chunk_add(q, s, c);
+            q = qn;
+            s = sn;
+        }
+        FOR_ACC(a) if ((nan_rows & (1u << (a / kMaxTokens))) != 0u) acc[a] = kNan;
+    }
+
+    team_sum(t, team, lane);
+    if (parts > 1u) {
+        if (lane == 0u) FOR_ACC(a) part_sums[team][a] = acc[a];
+        barrier();
+        if (part_index == 0u)
+            for (uint p = 1u; p < parts; ++p) FOR_ACC(a) acc[a] += part_sums[team + p][a];
+    }
+    if (!has_rows || part_index != 0u) return;
+
+    // The team's outputs, spread over its lanes: row r0 + r of token j, from row slot r (and r + kRows).
+    FOR_ACC(a) {
+        const uint r = a / kMaxTokens, j = a % kMaxTokens, row = r0 + r;
+        if (r < kRows && lane == a % kLanes && row < pc.rows && j < n) {
+            float out_value = acc[a];
+            if (kFormat == kInt8) out_value *= scale_f32(SLOT(job, 0u), row);
+            if (kMats == 2u) {
+                float up = acc[a + kRows * kMaxTokens];
+                if (kFormat == kInt8) up *= scale_f32(SLOT(job, 1u), row);
+                out_value = glu(kGlu, pc.beta, pc.linear_beta, out_value, up);
+            }
+            y[(first + j) * pc.rows + row] = out_value;
+        }
+    }
 }

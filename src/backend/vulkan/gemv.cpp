@@ -1,0 +1,119 @@
+// Decode GEMV on Vulkan: the grid plan and the dispatches of shaders/gemv.comp.
+#include "backend/vulkan/gemv.h"
+
+#include <algorithm>
+#include <array>
+
+#include "backend/vulkan/limits.h"
+#include "backend/vulkan/vulkan_backend_impl.h"
+#include "core/error.h"
+
+namespace coli {
+
+namespace {
+
+constexpr int64_t kChunkBytes = 16;                // gemv.comp reads codes as uvec4
+constexpr int64_t kGemvThreads = 128;              // gemv.comp's workgroup
+constexpr int64_t kLanes = 32;                     // gemv.comp's lanes per team
+constexpr int64_t kTeams = kGemvThreads / kLanes;  // teams per workgroup
+constexpr int64_t kTargetTeams = 2048;             // teams per dispatch that keep a large GPU's loads busy
+constexpr int64_t kMinChunksPerLane = 2;           // a lane's chunks when teams split a row group
+constexpr uint32_t kTeamRowsFewTokens = 4;         // row slots of a team for up to kFewTokens tokens
+constexpr uint32_t kTeamRowsManyTokens = 2;        // ... and beyond (registers for the per-token sums)
+constexpr uint32_t kFewTokens = 2;
+
+struct GemvPush {
+    uint32_t rows, cols;
+    uint32_t parts;     // teams that split one row group's chunks
+    float beta;         // SiTU: the gate's tanh bound
+    float linear_beta;  // SiTU: the up projection's tanh bound
+    std::array<uint32_t, vk::kGemvMaxJobs + 1> first;
+};
+static_assert(sizeof(GemvPush) <= vk::kPushBytes, "gemv.comp's push constants");
+
+int64_t row_bytes(const vk::DeviceWeight& w) {
+    return static_cast<int64_t>(WeightView{w.format, 1, w.cols, nullptr, nullptr}.data_bytes());
+}
+
+// How a dispatch covers its jobs: each team takes `rows` rows of each matrix; `parts` teams split a row
+// group's chunks while the dispatch has fewer than kTargetTeams teams (short, wide matrices would leave most
+// of the GPU idle) and every lane keeps kMinChunksPerLane chunks.
+struct GemvPlan {
+    uint32_t rows = 1, parts = 1;
+    int64_t groups = 1;  // workgroups per job
+};
+
+GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, size_t jobs) {
+    GemvPlan p;
+    p.rows = (tokens <= kFewTokens ? kTeamRowsFewTokens : kTeamRowsManyTokens) / mats;
+    const int64_t row_groups = (w.rows + p.rows - 1) / p.rows, chunks = row_bytes(w) / kChunkBytes;
+    while (p.parts < kTeams && row_groups * static_cast<int64_t>(jobs * p.parts) < kTargetTeams &&
+           chunks >= kMinChunksPerLane * kLanes * (p.parts * 2))
+        p.parts *= 2;
+    const int64_t groups_per_workgroup = kTeams / p.parts;
+    p.groups = (row_groups + groups_per_workgroup - 1) / groups_per_workgroup;
+    return p;
+}
+
+}  // namespace
+
+namespace vk {
+
+bool gemv_fits(const DeviceWeight& w) {
+    return row_bytes(w) % kChunkBytes == 0;
+}
+
+}  // namespace vk
+
+void VulkanBackend::gemv(const vk::GemvJobs& g) {
+    const size_t jobs = g.first.size() - 1;
+    check(g.weights.size() == jobs * g.mats && jobs >= 1 && (g.mats == 1 || g.mats == 2),
+          "vulkan gemv: {} weights for {} jobs of {} matrices", g.weights.size(), jobs, g.mats);
+    const vk::DeviceWeight& w0 = *g.weights.front();
+    uint32_t tokens = 1;
+    for (size_t j = 0; j < jobs; ++j) {
+        tokens = std::max(tokens, g.first[j + 1] - g.first[j]);
+        check(g.first[j + 1] > g.first[j], "vulkan gemv: job {} has no tokens", j);
+    }
+    for (const vk::DeviceWeight* w : g.weights)
+        check(w->format == w0.format && w->rows == w0.rows && w->cols == w0.cols && vk::gemv_fits(*w),
+              "vulkan gemv: the jobs' matrices differ in format or shape, or are not whole chunks");
+    check(tokens <= kVulkanGemvMaxTokens, "vulkan gemv: {} tokens in one job", tokens);
+    const auto format = static_cast<uint32_t>(w0.format);
+    const auto glu = static_cast<uint32_t>(g.act.kind);
+    const bool sub = ctx_->subgroup_arithmetic;
+
+    // One matrix over x as it is: the plain shader, its weight in slot 0.
+    if (jobs == 1 && g.mats == 1 && !g.xrows) {
+        const GemvPlan p = gemv_plan(w0, tokens, 1, 1);
+        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, 0, 0, {0, tokens}};
+        const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
+        const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
+        const vk::BufferPtr codes[] = {w0.data}, scales[] = {w0.scales};
+        run_slots(sub ? "gemv_subgroup" : "gemv_shared", {format, tokens, p.rows, 1, glu}, {g.x, g.y},
+                  vk::WeightSlots{codes, scales}, push, gx, gy, 1);
+        return;
+    }
+    check(ctx_->weight_slots >= g.mats, "vulkan gemv: the device binds no batch of weights");
+    const size_t per_dispatch = std::min<size_t>(vk::kGemvMaxJobs, ctx_->weight_slots / g.mats);
+    const vk::BufferPtr xrows = g.xrows ? g.xrows : placeholder_;
+    for (size_t j0 = 0; j0 < jobs; j0 += per_dispatch) {
+        const size_t n = std::min(per_dispatch, jobs - j0);
+        const GemvPlan p = gemv_plan(w0, tokens, g.mats, n);
+        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, g.act.beta, g.act.linear_beta, {}};
+        for (size_t j = 0; j <= n; ++j) push.first[j] = g.first[j0 + j];
+        std::vector<vk::BufferPtr> codes, scales;
+        for (size_t i = j0 * g.mats; i < (j0 + n) * g.mats; ++i) {
+            codes.push_back(g.weights[i]->data);
+            scales.push_back(g.weights[i]->scales);
+        }
+        const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
+        const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
+        run_slots(
+            sub ? "gemv_batch_subgroup" : "gemv_batch_shared",
+            {format, tokens, p.rows, g.mats, glu, static_cast<uint32_t>(codes.size()), g.xrows ? 1u : 0u},
+            {g.x, g.y, xrows}, vk::WeightSlots{codes, scales}, push, gx, gy, static_cast<uint32_t>(n));
+    }
+}
+
+}  // namespace coli
