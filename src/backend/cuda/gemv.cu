@@ -8,6 +8,10 @@
 //
 // gemv_batch runs the same warp code over several matrices in one launch (blockIdx.y picks the job): the
 // experts of a MoE layer in decode, where one launch per matrix would cost more than reading it.
+//
+// int4-g64, mxfp4 and fp8-e4m3-block go to the tensor-core GEMV (gemv_mma.cu) wherever it takes them: here
+// they are bound by instruction issue. The kernels below keep the other formats (memory-bound, or int8,
+// where they measured faster) and the shapes gemv_mma does not take.
 #include <algorithm>
 
 #include "backend/cuda/codec.cuh"
@@ -289,9 +293,19 @@ bool chunks_fit(const DeviceWeight& w) {
     return fits;
 }
 
-// One group of n <= kCudaGemvMaxTokens tokens: the chunked kernel where rows are whole chunks, else the
-// scalar one.
+int max_tokens(const GemvJob* jobs, int count) {
+    int n = 1;
+    for (int i = 0; i < count; ++i) n = std::max(n, jobs[i].n);
+    return n;
+}
+
+// One group of n <= kCudaGemvMaxTokens tokens: the tensor-core kernel where it takes w, else the chunked
+// kernel where rows are whole chunks, else the scalar one.
 void gemv_group(const DeviceWeight& w, const float* x, int n, float* y, cudaStream_t s) {
+    if (gemv_mma_fits(w, n)) {
+        const GemvJob job{w, x, y, n};
+        return gemv_mma(&job, 1, s);
+    }
     format_dispatch(w.format, [&](auto format) {
         constexpr Format F = decltype(format)::value;
         tokens_dispatch(n, [&](auto tokens) {
@@ -333,6 +347,9 @@ bool gemv_batch_fits(const DeviceWeight& w) {
 void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s) {
     if (count == 0) return;
     jobs_check(jobs, count);
+    const int n = max_tokens(jobs, count);
+    if (std::all_of(jobs, jobs + count, [&](const GemvJob& j) { return gemv_mma_fits(j.w, n); }))
+        return gemv_mma(jobs, count, s);
     for (int first = 0; first < count; first += kGemvBatchMax) {
         GemvBatch batch;
         batch.count = count - first < kGemvBatchMax ? count - first : kGemvBatchMax;

@@ -39,6 +39,11 @@ struct GemvJob {
 bool gemv_batch_fits(const DeviceWeight& w);
 // Every job's gemv, in as few launches as the kernel's parameter space allows.
 void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s);
+// Whether the tensor-core GEMV (gemv_mma.cu) takes w for n tokens: int4-g64, mxfp4 and fp8-e4m3-block, rows
+// of whole 16-byte chunks, and x of n tokens fitting its shared-memory layout.
+bool gemv_mma_fits(const DeviceWeight& w, int n);
+// Every job's gemv on the tensor cores; every job fits gemv_mma_fits with its n, all share a format.
+void gemv_mma(const GemvJob* jobs, int count, cudaStream_t s);
 
 // Rows [r0, r1) of w decoded and split: w = hi + lo (lo = bf16(w - hi)); lo may be null when bf16 holds every
 // value of w exactly (bf16, mxfp4).                           hi, lo: [r1 - r0, cols] bf16

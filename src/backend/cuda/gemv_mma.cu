@@ -1,0 +1,532 @@
+// Decode GEMV on the tensor cores for int4-g64, mxfp4 and fp8-e4m3-block: y[t] = W x[t] for a few tokens,
+// reading W once.
+//
+// On the FMA pipes these formats are bound by instruction issue, not memory: every weight costs a decode and
+// an FMA with x in f32. Here mma.sync m16n8k16 (f16 inputs, f32 accumulation) does the multiply-adds of 16
+// rows x 16 weights per instruction, and a weight costs only its decode to an exact f16 (pair_codec.cuh).
+//
+// One warp computes RT tiles of 16 rows; lane = 4 g + q holds rows g and g + 8 of each.
+//   A (weights): a superblock (SB) is 4 chunks of 16 bytes of each row; lane q of a quad loads chunk q of
+//     its two rows and uses the decoded f16 pairs as its A-fragment slots as they come. A dot product does
+//     not care about the order of k inside an mma, as long as B uses the same order, and this order depends
+//     only on q and the slot, never on the row.
+//   B (x): x = hi + lo, both f16, after scaling x by the power of two that puts its largest |x| in [2^14,
+//     2^15): exact to ~2^-22 relative, no overflow, no subnormal loss. Each block lays x out once in shared
+//     memory in the A order (x_table_build), so that a lane gets its B fragment with one 8-byte load, shared
+//     by the warp's RT tiles.
+//   Columns n of the mma: n = 2 (token_local G + group) + part (hi, lo). The G scale groups of an SB (int4:
+//     2 of 64, mxfp4: 4 blocks of 32; fp8: 1) go to separate columns, so one mma spans the SB and each
+//     group's partial sum comes out separately, to be scaled in f32; free columns carry more tokens. Lanes
+//     whose column is not in use read zeros from a zero region.
+//   C is zeroed every SB and added to f32 sums with round-to-nearest: the tensor core's truncating
+//     accumulation never runs over more than one SB.
+// Loads: each warp keeps kStages - 1 SBs of codes in flight with cp.async (global -> its own ring in shared
+// memory, past L1; no registers held while in flight) and their scales in a ring of registers. The first
+// stages are issued before x is laid out.
+// A block's warps split rows into groups of 16 RT and each group's SBs into `parts` interleaved ranges;
+// partial sums meet in shared memory and are added in part order (deterministic).
+//
+// int8 stays on the FMA kernel (gemv.cu): its decode is light, and there this kernel measured slower.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/limits.h"
+#include "backend/cuda/pair_codec.cuh"
+
+namespace coli::cuda {
+namespace {
+
+constexpr int kMmaThreads = 256;                 // threads per block
+constexpr int kMmaWarps = kMmaThreads / kWarp;   // warps per block
+constexpr int kMmaMinBlocks = 2;                 // resident blocks per SM the registers are budgeted for
+constexpr int kTileRows = 16;                    // rows of an m16n8k16 tile
+constexpr int kHalfRows = 8;                     // a lane's rows: g and g + 8
+constexpr int kMmaCols = 8;                      // n of the mma
+constexpr int kQuad = 4;                         // lanes that share a row: one chunk of an SB each
+constexpr int kChunkBytes = 16;                  // one load of codes
+constexpr int kWordsPerChunk = kChunkBytes / 4;  // 32-bit words in a chunk
+constexpr int kSlotsPerMma = 4;                  // weights of one row a lane holds per mma
+constexpr int kXParts = 2;                       // x = hi + lo
+constexpr int kEntryBytes = kXParts * kSlotsPerMma * 2;  // one lane position's B of one mma: 4 hi, 4 lo f16
+constexpr int kPartBytes = kSlotsPerMma * 2;             // the hi (or lo) half of an entry
+constexpr int kXTop = 14;             // x is scaled so that its largest |x| lies in [2^kXTop, 2^(kXTop+1))
+constexpr int kBankHalf = 64;         // table offset from the zero region: their reads use disjoint banks
+constexpr int kStages = 4;            // ring stages of a warp, kStages - 1 in flight: HBM wants >32 KB per SM
+constexpr int kTwoTileMaxTokens = 2;  // more tokens' sums leave no registers for a second tile per warp
+constexpr int kMaxJobs = 64;          // jobs per launch: they travel as kernel parameters, by value
+constexpr size_t kSmemMax = 112 * 1024;  // dynamic shared memory per block: two blocks fit an SM's 227 KB
+constexpr int kF32ExpBias = 127;
+constexpr int kF32ExpMax = 0xff;
+
+// The geometry of one format's superblock.
+template <Format F>
+struct Sb {
+    using Codec = PairCodec<F>;
+    static constexpr int kChunkElems = kWordsPerChunk * Codec::kWordElems;  // 32 (4-bit) or 16 (fp8)
+    static constexpr int kCols = kQuad * kChunkElems;                       // 128 or 64
+    static constexpr int kMmas = kChunkElems / kSlotsPerMma;                // per row tile: 8 or 4
+    // Scale groups of an SB, each in its own mma columns.
+    static constexpr int kGroups = F == Format::int4_g64 ? kCols / kInt4Group
+                                   : F == Format::mxfp4  ? kCols / kMxBlock
+                                                         : 1;
+    static constexpr int kTokensPerMma = kMmaCols / (kXParts * kGroups);
+    static constexpr int kTableBytes = kCols * kXParts * 2;  // B of one SB for one token
+};
+
+// Column (within its chunk) of the weight in slot e (0..3) of mma i of a lane: slots 0, 1 are the halves of
+// pair 2i (fragment registers a0 / a1), slots 2, 3 those of pair 2i + 1 (a2 / a3).
+template <Format F>
+__host__ __device__ constexpr int slot_col(int i, int e) {
+    using C = PairCodec<F>;
+    const int pair = 2 * i + e / 2;
+    return pair / C::kPairsPerWord * C::kWordElems + C::pair_col(pair % C::kPairsPerWord, e % 2);
+}
+
+struct MmaBatch {
+    GemvJob jobs[kMaxJobs];  // the first `count` are used
+    int count = 0;
+};
+
+// Bytes of one warp's code ring: [stage][tile][row half][lane] 16-byte chunks.
+__host__ __device__ constexpr int ring_bytes(int rt) {
+    return kStages * rt * 2 * kWarp * kChunkBytes;
+}
+
+// Shared memory of one block, in bytes from the dynamic base: the warps' code rings, the zero region, the x
+// tables (one per token), the partial sums of every warp, the per-warp maxima and each token's inverse x
+// scale.
+template <Format F, int NT, int RT>
+struct SmemLayout {
+    int64_t table_bytes;  // per token
+    int64_t ring = 0, zero, table, sums, maxima, inv_scale, total;
+    __host__ __device__ explicit SmemLayout(int64_t cols) {
+        const int64_t chunks = cols / Sb<F>::kChunkElems, sbs = (chunks + kQuad - 1) / kQuad;
+        table_bytes = sbs * Sb<F>::kTableBytes;
+        zero = ring + static_cast<int64_t>(kMmaWarps) * ring_bytes(RT);
+        table = zero + Sb<F>::kTableBytes + kBankHalf;
+        sums = table + NT * table_bytes;
+        maxima = sums + static_cast<int64_t>(kMmaWarps) * NT * kTileRows * RT * sizeof(float);
+        inv_scale = maxima + static_cast<int64_t>(kMmaWarps) * NT * sizeof(float);
+        total = inv_scale + NT * sizeof(float);
+    }
+};
+
+__device__ __forceinline__ uint32_t word_of(const uint4& c, int i) {
+    return i == 0 ? c.x : i == 1 ? c.y : i == 2 ? c.z : c.w;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+    return v;
+}
+
+// d = A B + c for one m16n8k16 tile (f16 A, B; f32 accumulation).
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                        const float (&c)[4]) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %11, %12, %13};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+          "f"(c[3]));
+}
+
+// The power of two k with 2^k max_abs in [2^kXTop, 2^(kXTop+1)); 0 for zero, subnormal or non-finite maxima.
+__device__ __forceinline__ int x_scale_exp(float max_abs) {
+    const int e = static_cast<int>(__float_as_uint(max_abs) >> 23);
+    if (e == 0 || e >= kF32ExpMax) return 0;
+    return min(kXTop - (e - kF32ExpBias), kF32ExpBias);
+}
+
+// Lays the x of n <= NT tokens out as B operands: for each token, SB, mma i and quad position q one 16-byte
+// entry (4 hi f16, then 4 lo f16, of the columns slot_col(i, 0..3) of chunk q); columns past the row are
+// zeros. Also zeroes the zero region and writes each token's inverse scale. Every thread calls it; it
+// synchronizes the block before returning.
+template <Format F, int NT, int RT>
+__device__ void x_table_build(const float* __restrict__ x, int n, int64_t cols,
+                              const SmemLayout<F, NT, RT>& l, uint8_t* smem) {
+    using S = Sb<F>;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    float* maxima = reinterpret_cast<float*>(smem + l.maxima);
+    float m[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        m[t] = 0.0f;
+        if (t < n)
+            for (int64_t c = threadIdx.x * 4; c < cols; c += kMmaThreads * 4) {  // cols: whole chunks, 16n
+                const float4 v = __ldg(reinterpret_cast<const float4*>(x + t * cols + c));
+                m[t] = fmaxf(m[t], fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+            }
+        m[t] = warp_max(m[t]);
+        if (lane == 0) maxima[warp * NT + t] = m[t];
+    }
+    uint4* zero = reinterpret_cast<uint4*>(smem + l.zero);
+    for (int i = threadIdx.x; i < S::kTableBytes / kChunkBytes; i += kMmaThreads)
+        zero[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+
+    const int64_t entries = l.table_bytes / kEntryBytes;
+    for (int t = 0; t < n; ++t) {
+        float max_abs = 0.0f;
+        for (int w = 0; w < kMmaWarps; ++w) max_abs = fmaxf(max_abs, maxima[w * NT + t]);
+        const int k = x_scale_exp(max_abs);
+        const float scale = scalbnf(1.0f, k);
+        if (threadIdx.x == 0) reinterpret_cast<float*>(smem + l.inv_scale)[t] = scalbnf(1.0f, -k);
+        const float* xt = x + t * cols;
+        uint4* table = reinterpret_cast<uint4*>(smem + l.table + t * l.table_bytes);
+        for (int64_t e = threadIdx.x; e < entries; e += kMmaThreads) {
+            const int64_t sb = e / (S::kMmas * kQuad);
+            const int i = static_cast<int>(e / kQuad % S::kMmas), q = static_cast<int>(e % kQuad);
+            const int64_t c0 = sb * S::kCols + q * S::kChunkElems;
+            unsigned short hi[kSlotsPerMma], lo[kSlotsPerMma];
+#pragma unroll
+            for (int s = 0; s < kSlotsPerMma; ++s) {
+                const int64_t c = c0 + slot_col<F>(i, s);
+                const float v = c < cols ? __ldg(xt + c) * scale : 0.0f;
+                const __half h = __float2half_rn(v);
+                hi[s] = __half_as_ushort(h);
+                lo[s] = __half_as_ushort(__float2half_rn(v - __half2float(h)));
+            }
+            table[e] = make_uint4(
+                hi[0] | static_cast<uint32_t>(hi[1]) << 16, hi[2] | static_cast<uint32_t>(hi[3]) << 16,
+                lo[0] | static_cast<uint32_t>(lo[1]) << 16, lo[2] | static_cast<uint32_t>(lo[3]) << 16);
+        }
+    }
+    __syncthreads();
+}
+
+// Where row `row`'s scales start.
+template <Format F>
+__device__ __forceinline__ const void* scale_row_of(const DeviceWeight& w, int64_t row) {
+    if constexpr (F == Format::int4_g64) {
+        return static_cast<const float*>(w.scales) + row * (w.cols / kInt4Group);
+    } else if constexpr (F == Format::mxfp4) {
+        return static_cast<const uint8_t*>(w.scales) + row * (w.cols / kMxBlock);
+    } else {
+        static_assert(F == Format::fp8_e4m3_block);
+        return static_cast<const float*>(w.scales) +
+               (row / kFp8Block) * ((w.cols + kFp8Block - 1) / kFp8Block);
+    }
+}
+
+// The raw scale of SB sb, group q % kGroups of a row (a lane's C columns hold that group), from its
+// scale_row_of; `groups` is the row's scale count. Past the row (a partial last SB) the last group's: its
+// mma columns hold zeros there.
+template <Format F>
+__device__ __forceinline__ uint32_t scale_bits(const void* row, int sb, int q, int groups) {
+    using S = Sb<F>;
+    if constexpr (F == Format::int4_g64) {
+        return __ldg(static_cast<const uint32_t*>(row) + min(sb * S::kGroups + q % S::kGroups, groups - 1));
+    } else if constexpr (F == Format::mxfp4) {
+        return __ldg(static_cast<const uint8_t*>(row) + min(sb * S::kGroups + q, groups - 1));
+    } else {
+        static_assert(F == Format::fp8_e4m3_block);
+        return __ldg(static_cast<const uint32_t*>(row) + sb * S::kCols / kFp8Block);  // one block's scale
+    }
+}
+
+template <Format F>
+__device__ __forceinline__ float scale_value(uint32_t bits) {
+    if constexpr (F == Format::mxfp4) return e8m0_value(bits);
+    return __uint_as_float(bits);
+}
+
+// 16 bytes global -> shared, asynchronously, cached in L2 only (the codes are read once).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+template <Format F, int NT, int RT>
+__global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
+    gemv_mma_kernel(MmaBatch batch, int parts, PairConsts k) {
+    using S = Sb<F>;
+    using C = PairCodec<F>;
+    constexpr int TG = (NT + S::kTokensPerMma - 1) / S::kTokensPerMma;  // mmas per A fragment
+    constexpr int kRowsPerWarp = kTileRows * RT;
+    extern __shared__ __align__(16) uint8_t smem[];
+
+    const GemvJob& job = batch.jobs[blockIdx.y];
+    const DeviceWeight& w = job.w;
+    const int row_groups = kMmaWarps / parts;  // row groups of a block
+    const int64_t block_r0 = static_cast<int64_t>(blockIdx.x) * row_groups * kRowsPerWarp;
+    if (block_r0 >= w.rows) return;  // the whole block: a shorter job of the batch
+    const SmemLayout<F, NT, RT> l(w.cols);
+    const int chunks = static_cast<int>(w.cols / S::kChunkElems), sbs = (chunks + kQuad - 1) / kQuad;
+    const int groups = F == Format::int4_g64 ? static_cast<int>(w.cols / kInt4Group) : chunks;
+
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / kQuad, q = lane % kQuad;
+    const int part = warp % parts, row_group = warp / parts;
+    const int64_t r0 = block_r0 + static_cast<int64_t>(row_group) * kRowsPerWarp;
+    const bool active = r0 < w.rows;
+
+    const uint4* rows[RT][2];
+    const void* scale_rows[RT][2];
+#pragma unroll
+    for (int t = 0; t < RT; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t row = min(r0 + t * kTileRows + h * kHalfRows + g, w.rows - 1);
+            rows[t][h] = static_cast<const uint4*>(w.data) + row * chunks;
+            scale_rows[t][h] = scale_row_of<F>(w, row);
+        }
+    // The lane's ring slots: stage j, tile t, row half h at ring + ((j RT + t) 2 + h) kWarp 16.
+    const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem + l.ring)) +
+                          (warp * ring_bytes(RT) + lane * kChunkBytes);
+    uint8_t* const ring_ptr = smem + l.ring + warp * ring_bytes(RT) + lane * kChunkBytes;
+    auto slot = [](int j, int t, int h) { return ((j * RT + t) * 2 + h) * kWarp * kChunkBytes; };
+    uint32_t scales[kStages][RT][2];  // raw scales of the lane's group, per stage
+    // Issues SB sb's loads into stage j and commits them as one group (an empty one past the end, so that
+    // every stage is one group).
+    auto issue = [&](int sb, int j) {
+        if (active && sb < sbs) {
+            const int chunk = min(sb * kQuad + q, chunks - 1);  // past the row: zeros of x meet it
+#pragma unroll
+            for (int t = 0; t < RT; ++t)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    cp_async_16(ring + slot(j, t, h), rows[t][h] + chunk);
+                    scales[j][t][h] = scale_bits<F>(scale_rows[t][h], sb, q, groups);
+                }
+        }
+        cp_async_commit();
+    };
+#pragma unroll
+    for (int j = 0; j < kStages - 1; ++j) issue(part + j * parts, j);
+
+    x_table_build<F, NT, RT>(job.x, job.n, w.cols, l, smem);
+
+    // B: each token group's entry of this lane, or the zero region.
+    const uint8_t* b_base[TG];
+    int b_step[TG];
+#pragma unroll
+    for (int tg = 0; tg < TG; ++tg) {
+        const int pair_col = g / kXParts, part_hl = g % kXParts;
+        const int group = pair_col % S::kGroups, token = tg * S::kTokensPerMma + pair_col / S::kGroups;
+        const bool valid = group == q * S::kGroups / kQuad && token < job.n;
+        const int64_t lane_off = q * kEntryBytes + part_hl * kPartBytes;
+        b_base[tg] = smem + (valid ? l.table + token * l.table_bytes : l.zero) + lane_off;
+        b_step[tg] = valid ? S::kTableBytes : 0;
+    }
+
+    float acc[TG][RT][2];  // [token group][tile][row half]: the lane's group's sums
+#pragma unroll
+    for (int tg = 0; tg < TG; ++tg)
+#pragma unroll
+        for (int t = 0; t < RT; ++t) acc[tg][t][0] = acc[tg][t][1] = 0.0f;
+
+    auto compute = [&](int sb, const uint4(&codes)[RT][2], const uint32_t(&raw_scales)[RT][2]) {
+        float c[TG][RT][4];
+        const uint8_t* b_sb[TG];
+#pragma unroll
+        for (int tg = 0; tg < TG; ++tg) {
+            b_sb[tg] = b_base[tg] + sb * b_step[tg];
+#pragma unroll
+            for (int t = 0; t < RT; ++t) c[tg][t][0] = c[tg][t][1] = c[tg][t][2] = c[tg][t][3] = 0.0f;
+        }
+#pragma unroll
+        for (int wd = 0; wd < kWordsPerChunk; ++wd) {
+            uint32_t p[RT][2][C::kPairsPerWord];
+#pragma unroll
+            for (int t = 0; t < RT; ++t)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) C::word_pairs(word_of(codes[t][h], wd), k, p[t][h]);
+#pragma unroll
+            for (int m = 0; m < C::kPairsPerWord / 2; ++m) {
+                const int i = wd * C::kPairsPerWord / 2 + m;
+#pragma unroll
+                for (int tg = 0; tg < TG; ++tg) {
+                    const uint2 b = *reinterpret_cast<const uint2*>(b_sb[tg] + i * kQuad * kEntryBytes);
+#pragma unroll
+                    for (int t = 0; t < RT; ++t) {
+                        const uint32_t a[4] = {p[t][0][2 * m], p[t][1][2 * m], p[t][0][2 * m + 1],
+                                               p[t][1][2 * m + 1]};
+                        mma_f16(c[tg][t], a, b.x, b.y, c[tg][t]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < RT; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float scale = scale_value<F>(raw_scales[t][h]);
+#pragma unroll
+                for (int tg = 0; tg < TG; ++tg)
+                    acc[tg][t][h] = fmaf(scale, c[tg][t][2 * h] + c[tg][t][2 * h + 1], acc[tg][t][h]);
+            }
+    };
+
+    // SB sb lies in stage j; once its group has landed it is read out, and the stage read the step before
+    // (whose reads have completed: its values were used) is refilled with the SB kStages - 1 steps ahead.
+    if (active)
+        for (int base = part; base < sbs; base += kStages * parts)
+#pragma unroll
+            for (int j = 0; j < kStages; ++j) {
+                const int sb = base + j * parts;
+                if (sb >= sbs) break;
+                cp_async_wait<kStages - 2>();
+                uint4 codes[RT][2];
+                uint32_t raw_scales[RT][2];
+#pragma unroll
+                for (int t = 0; t < RT; ++t)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        codes[t][h] = *reinterpret_cast<const uint4*>(ring_ptr + slot(j, t, h));
+                        raw_scales[t][h] = scales[j][t][h];
+                    }
+                issue(sb + (kStages - 1) * parts, (j + kStages - 1) % kStages);
+                compute(sb, codes, raw_scales);
+            }
+
+    // The quad's lanes hold one token's groups: add them; lane q % kGroups == 0 keeps the token's sums.
+    float* sums = reinterpret_cast<float*>(smem + l.sums);
+#pragma unroll
+    for (int tg = 0; tg < TG; ++tg)
+#pragma unroll
+        for (int t = 0; t < RT; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float v = acc[tg][t][h];
+                if (S::kGroups >= 2) v += __shfl_xor_sync(kFullMask, v, 1);
+                if (S::kGroups >= 4) v += __shfl_xor_sync(kFullMask, v, 2);
+                const int token = tg * S::kTokensPerMma + q / S::kGroups;
+                if (active && q % S::kGroups == 0 && token < NT)
+                    sums[((part * row_groups + row_group) * NT + token) * kRowsPerWarp + t * kTileRows +
+                         h * kHalfRows + g] = v;
+            }
+    __syncthreads();
+
+    const float* inv_scale = reinterpret_cast<const float*>(smem + l.inv_scale);
+    for (int o = threadIdx.x; o < row_groups * NT * kRowsPerWarp; o += kMmaThreads) {
+        const int rl = o % kRowsPerWarp, token = o / kRowsPerWarp % NT, rg = o / (kRowsPerWarp * NT);
+        const int64_t row = block_r0 + static_cast<int64_t>(rg) * kRowsPerWarp + rl;
+        if (row >= w.rows || token >= job.n) continue;
+        float sum = sums[(rg * NT + token) * kRowsPerWarp + rl];
+        for (int p = 1; p < parts; ++p) sum += sums[((p * row_groups + rg) * NT + token) * kRowsPerWarp + rl];
+        job.y[token * w.rows + row] = sum * (C::kPreScale * inv_scale[token]);
+    }
+}
+
+// Calls f with the smallest token-group size NT >= n as a compile-time constant.
+template <typename Fn>
+void mma_tokens_dispatch(int n, Fn&& fn) {
+    if (n == 1) return fn(std::integral_constant<int, 1>{});
+    if (n == 2) return fn(std::integral_constant<int, 2>{});
+    if (n <= 4) return fn(std::integral_constant<int, 4>{});
+    return fn(std::integral_constant<int, static_cast<int>(kCudaGemvMaxTokens)>{});
+}
+
+template <typename Fn>
+bool mma_format_dispatch(Format f, Fn&& fn) {
+    switch (f) {
+        case Format::int4_g64:
+            return fn(std::integral_constant<Format, Format::int4_g64>{}), true;
+        case Format::mxfp4:
+            return fn(std::integral_constant<Format, Format::mxfp4>{}), true;
+        case Format::fp8_e4m3_block:
+            return fn(std::integral_constant<Format, Format::fp8_e4m3_block>{}), true;
+        default:
+            return false;
+    }
+}
+
+int sm_count() {
+    static const int sms = [] {
+        int device = 0, count = 1;
+        cudaGetDevice(&device);
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+        return count;
+    }();
+    return sms;
+}
+
+template <Format F, int NT, int RT>
+void mma_launch(const MmaBatch& b, int64_t max_rows, int parts, int64_t max_cols, cudaStream_t s) {
+    // The largest shared-memory carveout: two blocks per SM need ~190 KB of it.
+    static const bool raised = [] {
+        cuda_check(
+            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kSmemMax)),
+            "gemv_mma shared memory limit");
+        cuda_check(
+            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared),
+            "gemv_mma shared memory carveout");
+        return true;
+    }();
+    (void)raised;
+    const int64_t rows_per_block = static_cast<int64_t>(kMmaWarps / parts) * kTileRows * RT;
+    const dim3 grid(static_cast<unsigned>((max_rows + rows_per_block - 1) / rows_per_block),
+                    static_cast<unsigned>(b.count));
+    const size_t smem = static_cast<size_t>(SmemLayout<F, NT, RT>(max_cols).total);
+    gemv_mma_kernel<F, NT, RT><<<grid, kMmaThreads, smem, s>>>(b, parts, kPairConsts);
+}
+
+// Rows per warp and the warps that split each row group's SBs: two tiles per warp where they fit and still
+// give every resident warp slot a warp; parts until it does (while each part keeps two SBs).
+template <Format F>
+void mma_plan(int64_t rows, int64_t cols, int jobs, bool two_tiles_fit, int& rt, int& parts) {
+    const int64_t resident = static_cast<int64_t>(sm_count()) * kMmaMinBlocks * kMmaWarps;
+    const int64_t sbs = (cols / Sb<F>::kChunkElems + kQuad - 1) / kQuad;
+    const int64_t pairs = (rows + 2 * kTileRows - 1) / (2 * kTileRows) * jobs;
+    rt = two_tiles_fit && pairs * kMmaWarps >= resident ? 2 : 1;
+    const int64_t warps = (rows + kTileRows * rt - 1) / (kTileRows * rt) * jobs;
+    parts = 1;
+    while (parts < kMmaWarps && warps * parts < resident && sbs >= 2LL * parts * 2) parts *= 2;
+}
+
+}  // namespace
+
+bool gemv_mma_fits(const DeviceWeight& w, int n) {
+    bool fits = false;
+    mma_format_dispatch(w.format, [&](auto format) {
+        constexpr Format F = decltype(format)::value;
+        mma_tokens_dispatch(n, [&](auto tokens) {
+            constexpr int NT = decltype(tokens)::value;
+            fits = w.cols % Sb<F>::kChunkElems == 0 && w.cols > 0 &&
+                   SmemLayout<F, NT, 1>(w.cols).total <= static_cast<int64_t>(kSmemMax);
+        });
+    });
+    return fits;
+}
+
+void gemv_mma(const GemvJob* jobs, int count, cudaStream_t s) {
+    for (int first = 0; first < count; first += kMaxJobs) {
+        MmaBatch batch;
+        batch.count = std::min(count - first, kMaxJobs);
+        int64_t max_rows = 0, max_cols = 0;
+        int max_n = 1;
+        for (int i = 0; i < batch.count; ++i) {
+            const GemvJob& j = jobs[first + i];
+            batch.jobs[i] = j;
+            max_rows = std::max(max_rows, j.w.rows);
+            max_cols = std::max(max_cols, j.w.cols);
+            max_n = std::max(max_n, j.n);
+        }
+        mma_format_dispatch(jobs[0].w.format, [&](auto format) {
+            constexpr Format F = decltype(format)::value;
+            mma_tokens_dispatch(max_n, [&](auto tokens) {
+                constexpr int NT = decltype(tokens)::value;
+                const bool two_tiles_fit = NT <= kTwoTileMaxTokens && SmemLayout<F, NT, 2>(max_cols).total <=
+                                                                          static_cast<int64_t>(kSmemMax);
+                int rt = 1, parts = 1;
+                mma_plan<F>(max_rows, max_cols, batch.count, two_tiles_fit, rt, parts);
+                if constexpr (NT <= kTwoTileMaxTokens)
+                    if (rt == 2) return mma_launch<F, NT, 2>(batch, max_rows, parts, max_cols, s);
+                mma_launch<F, NT, 1>(batch, max_rows, parts, max_cols, s);
+            });
+        });
+        cuda_check(cudaGetLastError(), "gemv_mma launch");
+    }
+}
+
+}  // namespace coli::cuda
