@@ -1,8 +1,9 @@
-// Read buffers that no expert holds any more, kept for the next read of the same size. Fresh memory can
-// cost more than the read that fills it: on a VM whose host backs a guest page only when it is first
-// touched, this project's VM maps new memory at 0.3 GB/s against 0.6-2 GB/s of O_DIRECT reads. Once the
-// cache is full it evicts about one expert for every expert it reads, so keeping the evicted buffers
-// makes the steady state allocate nothing.
+// Read buffers that no expert holds any more, kept for the next read of the same size. New memory can
+// cost more than the read that fills it: on this project's VM (a host that backs guest memory on demand),
+// four O_DIRECT readers into new buffers fell from ~2 to 0.5-0.65 GB/s once the guest had used up its
+// already-backed free memory, while readers that reuse their buffers kept ~2 GB/s. Once the cache is full
+// it evicts about one expert for every expert it reads, so keeping the evicted buffers makes the steady
+// state allocate nothing.
 // Every buffer the pool hands out or keeps is on the buffer meter (buffer_meter.h): kept memory is held.
 #pragma once
 
