@@ -74,13 +74,7 @@ std::string CudaBackend::description() const {
 }
 
 std::string CudaBackend::stats() const {
-    if (!tier_) return "vram expert tier: unused";
-    const cuda::TierStats& t = tier_->stats();
-    return fmt::format(
-        "vram expert tier: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, "
-        "{:.1f} MB resident of {:.2f} GB",
-        t.hits, t.uploads, t.upload_bytes / kBytesPerMB, t.evictions, t.uncached,
-        t.resident_bytes / kBytesPerMB, tier_->capacity() / kBytesPerGB);
+    return tier_ ? tier_->summary() : "vram expert tier: unused";
 }
 
 bool CudaBackend::supports(const OpDesc& d) const {

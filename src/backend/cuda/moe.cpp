@@ -85,8 +85,7 @@ void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Rout
           y.rows(), y.cols(), x.rows(), d_model);
     check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
     check(x.backend() == this && y.backend() == this, "moe_experts: tensors held by another backend");
-    if (!tier_)
-        tier_ = std::make_unique<cuda::ExpertTier>(ctx_, budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
+    if (!tier_) tier_ = cuda::expert_tier_new(ctx_, budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
     tier_->call_begin();
     const ExpertPlan plan = expert_plan(experts, r, d_model);
     if (plan.rows.empty()) return;

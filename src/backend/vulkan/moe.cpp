@@ -67,9 +67,7 @@ void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Ro
     check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
     check_owner(x, "moe_experts x");
     check_owner(y, "moe_experts y");
-    if (!tier_)
-        tier_ =
-            std::make_unique<vk::ExpertTier>(stream_, budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
+    if (!tier_) tier_ = vk::expert_tier_new(stream_, budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
     tier_->call_begin();
     vk::MoePlan p;
     p.offset.push_back(0);

@@ -91,13 +91,7 @@ std::string VulkanBackend::description() const {
 }
 
 std::string VulkanBackend::stats() const {
-    if (!tier_) return "device expert tier: unused";
-    const vk::TierStats& t = tier_->stats();
-    return fmt::format(
-        "device expert tier: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, "
-        "{:.1f} MB resident of {:.2f} GB",
-        t.hits, t.uploads, t.upload_bytes / kBytesPerMB, t.evictions, t.uncached,
-        t.resident_bytes / kBytesPerMB, tier_->capacity() / kBytesPerGB);
+    return tier_ ? tier_->summary() : "device expert tier: unused";
 }
 
 bool VulkanBackend::supports(const OpDesc& d) const {

@@ -1,0 +1,130 @@
+// The device tier of routed experts, one for every GPU backend: device copies of the experts the store
+// hands over as host views, kept by least-recent use within a byte budget. Keyed by (layer, expert id),
+// never by host address (the RAM cache reuses its slots). A backend supplies how many device bytes an
+// expert takes and how to upload it; the upload is queued so that the backend's commands see it in order.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "backend/tensor.h"
+#include "core/error.h"
+
+namespace coli {
+
+struct TierStats {
+    uint64_t hits = 0;            // experts found resident
+    uint64_t uploads = 0;         // experts copied host -> device
+    uint64_t upload_bytes = 0;    // bytes copied
+    uint64_t evictions = 0;       // experts dropped for space
+    uint64_t uncached = 0;        // experts used once without a tier slot (tier too small)
+    uint64_t resident_bytes = 0;  // bytes held now
+};
+
+// Expert: a backend's device copy of one expert, with `gate` (rows, cols, format), `bytes` (its device
+// bytes) and `used_in_call` (the moe_experts call that last used it: not evictable during it).
+template <class Expert>
+class DeviceExpertTier {
+public:
+    using BytesOf = std::function<uint64_t(const ExpertWeights&)>;                // device bytes of an expert
+    using Upload = std::function<std::shared_ptr<Expert>(const ExpertWeights&)>;  // queues the copy
+
+    // name: the tier as messages call it ("cuda: VRAM tier").
+    DeviceExpertTier(std::string name, uint64_t capacity_bytes, BytesOf bytes_of, Upload upload)
+        : name_(std::move(name)),
+          capacity_(capacity_bytes),
+          bytes_of_(std::move(bytes_of)),
+          upload_(std::move(upload)) {}
+
+    // Starts a moe_experts call: experts acquired within it are not evicted until the next call.
+    void call_begin() { ++call_; }
+
+    // The device copy of e, uploading it when missing. Memory of evicted experts is released by the
+    // backend after the commands already queued have run (their shared_ptr is held there).
+    std::shared_ptr<Expert> acquire(const ExpertWeights& e) {
+        check(e.layer >= 0, "{}: expert {} has no layer: the model must set ExpertWeights::layer", name_,
+              e.id);
+        const uint64_t key = key_of(e.layer, e.id);
+        if (auto found = slots_.find(key); found != slots_.end()) {
+            Slot& s = found->second;
+            check(s.expert->gate.rows == e.gate.rows() && s.expert->gate.cols == e.gate.cols() &&
+                      s.expert->gate.format == e.gate.format(),
+                  "{}: expert ({}, {}) changed shape", name_, e.layer, e.id);
+            lru_.splice(lru_.begin(), lru_, s.pos);
+            s.expert->used_in_call = call_;
+            ++stats_.hits;
+            return s.expert;
+        }
+        const uint64_t bytes = bytes_of_(e);
+        const bool fits = make_room(bytes);  // before allocating: the tier never exceeds its budget
+        std::shared_ptr<Expert> d = upload_(e);
+        d->bytes = bytes;
+        d->used_in_call = call_;
+        ++stats_.uploads;
+        stats_.upload_bytes += bytes;
+        if (fits) {
+            lru_.push_front(key);
+            slots_.emplace(key, Slot{d, lru_.begin()});
+            stats_.resident_bytes += bytes;
+        } else {
+            ++stats_.uncached;  // used for this call only; freed after its commands
+        }
+        return d;
+    }
+
+    const TierStats& stats() const { return stats_; }
+    uint64_t capacity() const { return capacity_; }
+
+    // One line for `coli run`'s end-of-run report.
+    std::string summary() const {
+        constexpr double kMB = 1e6, kGB = 1e9;
+        return fmt::format(
+            "{}: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, {:.1f} MB resident of {:.2f} GB",
+            name_, stats_.hits, stats_.uploads, stats_.upload_bytes / kMB, stats_.evictions, stats_.uncached,
+            stats_.resident_bytes / kMB, capacity_ / kGB);
+    }
+
+private:
+    static uint64_t key_of(int32_t layer, int32_t id) {
+        return (static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 32) | static_cast<uint32_t>(id);
+    }
+
+    // Evicts least recently used entries not in the current call until `bytes` more fit.
+    bool make_room(uint64_t bytes) {
+        if (bytes > capacity_) return false;
+        auto it = lru_.end();
+        while (stats_.resident_bytes + bytes > capacity_ && it != lru_.begin()) {
+            --it;
+            Slot& s = slots_.at(*it);
+            if (s.expert->used_in_call == call_) continue;  // needed by the call in flight
+            stats_.resident_bytes -= s.expert->bytes;
+            ++stats_.evictions;
+            slots_.erase(*it);
+            it = lru_.erase(it);
+        }
+        return stats_.resident_bytes + bytes <= capacity_;
+    }
+
+    struct Slot {
+        std::shared_ptr<Expert> expert;
+        std::list<uint64_t>::iterator pos;
+    };
+
+    std::string name_;
+    uint64_t capacity_;
+    BytesOf bytes_of_;
+    Upload upload_;
+    uint64_t call_ = 0;
+    std::list<uint64_t> lru_;  // keys, most recent first
+    std::unordered_map<uint64_t, Slot> slots_;
+    TierStats stats_;
+};
+
+}  // namespace coli
