@@ -44,11 +44,14 @@ void short_conv_cases(CheckList& g) {
 void kda_cases(CheckList& g) {
     uint32_t seed = 1500;
     constexpr float kLowerBound = -5.0f;  // K3's gate
-    // Every compiled head size, decode and prefill, both gate forms, a state carried in.
+    // Every compiled head size, decode and prefill, both gate forms, a state carried in; prefills longer
+    // than transformers' 64-token KDA chunk and not a multiple of it.
     for (auto [heads, dim, n, bound] : {std::tuple<int, int, int64_t, float>{2, 16, 1, 0.0f},
                                         {3, 32, 5, kLowerBound},
                                         {2, 64, 9, 0.0f},
-                                        {1, 128, 3, kLowerBound}}) {
+                                        {1, 128, 3, kLowerBound},
+                                        {2, 32, 150, kLowerBound},
+                                        {1, 64, 130, 0.0f}}) {
         const int64_t width = int64_t{heads} * dim;
         std::vector<float> a_log(heads);
         for (float& a : a_log) a = std::log(1.0f + 15.0f * std::abs(random_normal(1, ++seed)[0]));
