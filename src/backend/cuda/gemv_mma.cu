@@ -166,31 +166,44 @@ __device__ void x_table_build(const float* __restrict__ x, int n, int64_t cols,
         zero[i] = make_uint4(0, 0, 0, 0);
     __syncthreads();
 
-    const int64_t entries = l.table_bytes / kEntryBytes;
+    // Each thread lays out whole chunks: the chunk's x in registers (one round of loads), then its kMmas
+    // entries; chunks past the row (a partial last SB) are zeros.
+    constexpr int kVecs = S::kChunkElems / 4;  // float4s of x per chunk
+    const int64_t chunks = cols / S::kChunkElems, table_chunks = l.table_bytes / S::kTableBytes * kQuad;
     for (int t = 0; t < n; ++t) {
         float max_abs = 0.0f;
         for (int w = 0; w < kMmaWarps; ++w) max_abs = fmaxf(max_abs, maxima[w * NT + t]);
         const int k = x_scale_exp(max_abs);
         const float scale = scalbnf(1.0f, k);
         if (threadIdx.x == 0) reinterpret_cast<float*>(smem + l.inv_scale)[t] = scalbnf(1.0f, -k);
-        const float* xt = x + t * cols;
+        const float4* xt = reinterpret_cast<const float4*>(x + t * cols);
         uint4* table = reinterpret_cast<uint4*>(smem + l.table + t * l.table_bytes);
-        for (int64_t e = threadIdx.x; e < entries; e += kMmaThreads) {
-            const int64_t sb = e / (S::kMmas * kQuad);
-            const int i = static_cast<int>(e / kQuad % S::kMmas), q = static_cast<int>(e % kQuad);
-            const int64_t c0 = sb * S::kCols + q * S::kChunkElems;
-            unsigned short hi[kSlotsPerMma], lo[kSlotsPerMma];
+        for (int64_t ch = threadIdx.x; ch < table_chunks; ch += kMmaThreads) {
+            float v[S::kChunkElems];
 #pragma unroll
-            for (int s = 0; s < kSlotsPerMma; ++s) {
-                const int64_t c = c0 + slot_col<F>(i, s);
-                const float v = c < cols ? __ldg(xt + c) * scale : 0.0f;
-                const __half h = __float2half_rn(v);
-                hi[s] = __half_as_ushort(h);
-                lo[s] = __half_as_ushort(__float2half_rn(v - __half2float(h)));
+            for (int j = 0; j < kVecs; ++j) {
+                const float4 f = ch < chunks ? __ldg(xt + ch * kVecs + j) : make_float4(0, 0, 0, 0);
+                v[4 * j] = f.x * scale;
+                v[4 * j + 1] = f.y * scale;
+                v[4 * j + 2] = f.z * scale;
+                v[4 * j + 3] = f.w * scale;
             }
-            table[e] = make_uint4(
-                hi[0] | static_cast<uint32_t>(hi[1]) << 16, hi[2] | static_cast<uint32_t>(hi[3]) << 16,
-                lo[0] | static_cast<uint32_t>(lo[1]) << 16, lo[2] | static_cast<uint32_t>(lo[3]) << 16);
+            const int64_t sb = ch / kQuad;
+            const int q = static_cast<int>(ch % kQuad);
+#pragma unroll
+            for (int i = 0; i < S::kMmas; ++i) {
+                uint32_t hl[kSlotsPerMma];  // hi pair 0, hi pair 1, lo pair 0, lo pair 1
+#pragma unroll
+                for (int s = 0; s < kSlotsPerMma; s += 2) {
+                    const float a = v[slot_col<F>(i, s)], b = v[slot_col<F>(i, s + 1)];
+                    const __half2 h = __floats2half2_rn(a, b);
+                    const float2 hf = __half22float2(h);
+                    const __half2 lo = __floats2half2_rn(a - hf.x, b - hf.y);
+                    hl[s / 2] = *reinterpret_cast<const uint32_t*>(&h);
+                    hl[2 + s / 2] = *reinterpret_cast<const uint32_t*>(&lo);
+                }
+                table[(sb * S::kMmas + i) * kQuad + q] = make_uint4(hl[0], hl[1], hl[2], hl[3]);
+            }
         }
     }
     __syncthreads();
