@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "backend/cuda/codec.cuh"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/limits.h"
 
@@ -219,6 +220,8 @@ __global__ void __launch_bounds__(kGemvThreads)
 
 template <Format F, int NT>
 __global__ void __launch_bounds__(kGemvThreads) gemv_batch_chunked(GemvBatch batch, int parts, Consts k) {
+    grid_dependents_launch();  // the next kernel's blocks may take the SMs this grid leaves
+    grid_dependency_wait();    // x is the kernel before's output
     const GemvJob& job = batch.jobs[blockIdx.y];
     block_gemv<F, NT>(job.w, job.x, job.n, job.y, parts, k);
 }
@@ -368,7 +371,9 @@ void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s) {
                 constexpr int NT = decltype(tokens)::value;
                 const GemvGrid g = grid_plan<F, NT>(max_rows, max_cols, batch.count);
                 const dim3 grid(g.blocks, static_cast<unsigned>(batch.count));
-                gemv_batch_chunked<F, NT><<<grid, kGemvThreads, 0, s>>>(batch, g.parts, kConsts);
+                cuda_check(launch_dependent(gemv_batch_chunked<F, NT>, grid, dim3(kGemvThreads), 0, s, batch,
+                                            g.parts, kConsts),
+                           "gemv_batch launch");
             });
         });
         cuda_check(cudaGetLastError(), "gemv_batch launch");

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/limits.h"
 #include "backend/cuda/pair_codec.cuh"
@@ -267,6 +268,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     constexpr int kRowsPerWarp = kTileRows * RT;
     extern __shared__ __align__(16) uint8_t smem[];
 
+    grid_dependents_launch();  // the next kernel's blocks may take the SMs this grid leaves
     const GemvJob& job = batch.jobs[blockIdx.y];
     const DeviceWeight& w = job.w;
     const int row_groups = kMmaWarps / parts;  // row groups of a block
@@ -315,6 +317,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
 #pragma unroll
     for (int j = 0; j < kStages - 1; ++j) issue(part + j * parts, j);
 
+    grid_dependency_wait();  // x is the kernel before's output
     x_table_build<F, NT, RT>(job.x, job.n, w.cols, l, smem);
 
     // B: each token group's entry of this lane, or the zero region.
@@ -481,7 +484,9 @@ void mma_launch(const MmaBatch& b, int64_t max_rows, int parts, int64_t max_cols
     const dim3 grid(static_cast<unsigned>((max_rows + rows_per_block - 1) / rows_per_block),
                     static_cast<unsigned>(b.count));
     const size_t smem = static_cast<size_t>(SmemLayout<F, NT, RT>(max_cols).total);
-    gemv_mma_kernel<F, NT, RT><<<grid, kMmaThreads, smem, s>>>(b, parts, kPairConsts);
+    cuda_check(
+        launch_dependent(gemv_mma_kernel<F, NT, RT>, grid, dim3(kMmaThreads), smem, s, b, parts, kPairConsts),
+        "gemv_mma launch");
 }
 
 // Rows per warp and the warps that split each row group's SBs: two tiles per warp where they fit and still
