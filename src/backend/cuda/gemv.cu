@@ -7,7 +7,8 @@
 // are not whole chunks take the scalar kernel.
 //
 // gemv_batch runs the same warp code over several matrices in one launch (blockIdx.y picks the job): the
-// experts of a MoE layer in decode, where one launch per matrix would cost more than reading it.
+// experts of a MoE layer in decode, where one launch per matrix would cost more than reading it. It is a
+// dependent launch (dependent_launch.cuh): its blocks start as the launch before it drains.
 //
 // int4-g64, mxfp4 and fp8-e4m3-block go to the tensor-core GEMV (gemv_mma.cu) wherever it takes them: here
 // they are bound by instruction issue. The kernels below keep the other formats (memory-bound, or int8,

@@ -12,8 +12,8 @@
 //     only on q and the slot, never on the row.
 //   B (x): x = hi + lo, both f16, after scaling x by the power of two that puts its largest |x| in [2^14,
 //     2^15): exact to ~2^-22 relative, no overflow, no subnormal loss. Each block lays x out once in shared
-//     memory in the A order (x_table_build), so that a lane gets its B fragment with one 8-byte load, shared
-//     by the warp's RT tiles.
+//     memory in the A order (x_table_build: each thread loads whole chunks of x at once and writes their
+//     entries), so that a lane gets its B fragment with one 8-byte load, shared by the warp's RT tiles.
 //   Columns n of the mma: n = 2 (token_local G + group) + part (hi, lo). The G scale groups of an SB (int4:
 //     2 of 64, mxfp4: 4 blocks of 32; fp8: 1) go to separate columns, so one mma spans the SB and each
 //     group's partial sum comes out separately, to be scaled in f32; free columns carry more tokens. Lanes
@@ -21,8 +21,10 @@
 //   C is zeroed every SB and added to f32 sums with round-to-nearest: the tensor core's truncating
 //     accumulation never runs over more than one SB.
 // Loads: each warp keeps kStages - 1 SBs of codes in flight with cp.async (global -> its own ring in shared
-// memory, past L1; no registers held while in flight) and their scales in a ring of registers. The first
-// stages are issued before x is laid out.
+// memory, past L1; no registers held while in flight) and their scales in a ring of registers. The kernel is
+// a dependent launch (dependent_launch.cuh): its blocks take the SMs that the launch before it leaves in its
+// tail and issue their first stages before waiting for that launch's output (x), then lay x out. (A MoE
+// layer, int4 / mxfp4 / fp8: 62 / 53 / 79% of copy bandwidth as ordinary launches, 70 / 59 / 84% so.)
 // A block's warps split rows into groups of 16 RT and each group's SBs into `parts` interleaved ranges;
 // partial sums meet in shared memory and are added in part order (deterministic).
 //
