@@ -7,7 +7,8 @@
 // are not whole chunks take the scalar kernel.
 //
 // gemv_batch runs the same warp code over several matrices in one launch (blockIdx.y picks the job): the
-// experts of a MoE layer in decode, where one launch per matrix would cost more than reading it.
+// experts of a MoE layer in decode, where one launch per matrix would cost more than reading it. It is a
+// dependent launch (dependent_launch.cuh): its blocks start as the launch before it drains.
 //
 // int4-g64, mxfp4 and fp8-e4m3-block go to the tensor-core GEMV (gemv_mma.cu) wherever it takes them: here
 // they are bound by instruction issue. The kernels below keep the other formats (memory-bound, or int8,
@@ -15,6 +16,7 @@
 #include <algorithm>
 
 #include "backend/cuda/codec.cuh"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/limits.h"
 
@@ -219,6 +221,8 @@ __global__ void __launch_bounds__(kGemvThreads)
 
 template <Format F, int NT>
 __global__ void __launch_bounds__(kGemvThreads) gemv_batch_chunked(GemvBatch batch, int parts, Consts k) {
+    grid_dependents_launch();  // the next kernel's blocks may take the SMs this grid leaves
+    grid_dependency_wait();    // x is the kernel before's output
     const GemvJob& job = batch.jobs[blockIdx.y];
     block_gemv<F, NT>(job.w, job.x, job.n, job.y, parts, k);
 }
@@ -368,7 +372,9 @@ void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s) {
                 constexpr int NT = decltype(tokens)::value;
                 const GemvGrid g = grid_plan<F, NT>(max_rows, max_cols, batch.count);
                 const dim3 grid(g.blocks, static_cast<unsigned>(batch.count));
-                gemv_batch_chunked<F, NT><<<grid, kGemvThreads, 0, s>>>(batch, g.parts, kConsts);
+                cuda_check(launch_dependent(gemv_batch_chunked<F, NT>, grid, dim3(kGemvThreads), 0, s, batch,
+                                            g.parts, kConsts),
+                           "gemv_batch launch");
             });
         });
         cuda_check(cudaGetLastError(), "gemv_batch launch");
