@@ -34,34 +34,42 @@ struct KdaPrompt {
     std::vector<float> q, k, v, g, beta, a_log, dt;
 };
 
-// Tokens [t, t + m) of p through cpu.kda.
-void kda_tokens(CpuBackend& cpu, const KdaPrompt& p, int64_t t, int64_t m, Tensor& state) {
-    const Weight a_w{WeightView{Format::f32, 1, kHeads, p.a_log.data(), nullptr}, nullptr, nullptr},
-        dt_w{WeightView{Format::f32, 1, kWidth, p.dt.data(), nullptr}, nullptr, nullptr};
+// The inputs of tokens [t, t + m) of p as tensors, made ahead of the timed calls.
+struct KdaCall {
+    Tensor q, k, v, g, beta, out;
+};
+
+KdaCall kda_call(CpuBackend& cpu, const KdaPrompt& p, int64_t t, int64_t m) {
     auto tensor = [&](const std::vector<float>& x, int64_t cols) {
         Tensor r = cpu.tensor_new(m, cols);
         cpu.tensor_write(r, std::span<const float>(&x[t * cols], m * cols));
         return r;
     };
-    Tensor out = cpu.tensor_new(m, kWidth);
-    cpu.kda(tensor(p.q, kWidth), tensor(p.k, kWidth), tensor(p.v, kWidth), tensor(p.g, kWidth),
-            tensor(p.beta, kHeads), a_w, dt_w, KdaShape{kHeads, kDim, kGateLowerBound}, state, out);
+    return {tensor(p.q, kWidth), tensor(p.k, kWidth),    tensor(p.v, kWidth),
+            tensor(p.g, kWidth), tensor(p.beta, kHeads), cpu.tensor_new(m, kWidth)};
 }
 
+// The prompt in one call (chunked) or in one call per token (the recurrence).
 void BM_KdaPrefill(benchmark::State& bs, bool chunked) {
     ThreadPool pool;
     CpuBackend cpu(pool);
     const KdaPrompt p(bs.range(0));
+    const Weight a_w{WeightView{Format::f32, 1, kHeads, p.a_log.data(), nullptr}, nullptr, nullptr},
+        dt_w{WeightView{Format::f32, 1, kWidth, p.dt.data(), nullptr}, nullptr, nullptr};
+    std::vector<KdaCall> calls;
+    if (chunked)
+        calls.push_back(kda_call(cpu, p, 0, p.n));
+    else
+        for (int64_t t = 0; t < p.n; ++t) calls.push_back(kda_call(cpu, p, t, 1));
     const std::vector<float> zeros(kWidth * kDim);
+    Tensor state = cpu.tensor_new(kWidth, kDim);
     for (auto _ : bs) {
         bs.PauseTiming();
-        Tensor state = cpu.tensor_new(kWidth, kDim);
         cpu.tensor_write(state, zeros);
         bs.ResumeTiming();
-        if (chunked)
-            kda_tokens(cpu, p, 0, p.n, state);
-        else
-            for (int64_t t = 0; t < p.n; ++t) kda_tokens(cpu, p, t, 1, state);
+        for (KdaCall& c : calls)
+            cpu.kda(c.q, c.k, c.v, c.g, c.beta, a_w, dt_w, KdaShape{kHeads, kDim, kGateLowerBound}, state,
+                    c.out);
     }
     bs.counters["tok/s"] =
         benchmark::Counter(static_cast<double>(p.n), benchmark::Counter::kIsIterationInvariantRate);
