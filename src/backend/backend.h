@@ -157,7 +157,8 @@ public:
     // the K - 1 inputs before x (oldest first) and is advanced to the last K - 1 inputs.
     //   x, out: [n, C]; w: [C, K] f32; state: [K - 1, C]
     virtual void short_conv(const Tensor& x, const Weight& w, Tensor& state, Tensor& out) = 0;
-    // Kimi delta attention (spec 5.1), token by token from state S (per head [dk, dv], f32): with
+    // Kimi delta attention (spec 5.1), as token by token from state S (per head [dk, dv], f32; a prefill
+    // may go by chunks of tokens, the same up to rounding, leaving the same state): with
     // q = l2norm(q_h) / sqrt(dk), k = l2norm(k_h), alpha = exp(kda_log_decay(g_h + dt_bias_h, A_log[h])),
     // b = sigmoid(beta[h]):  S = Diag(alpha) S;  S += k (b (v - S^T k))^T;  out_h = S^T q.
     //   q, k, v, g, out: [n, H d]; beta: [n, H]; a_log: [1, H]; dt_bias: [1, H d]; state: [H d, d]

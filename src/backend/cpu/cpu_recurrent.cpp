@@ -1,16 +1,19 @@
-// Recurrent-state ops on the CPU: KDA's short convolution and the Kimi delta rule (spec 5.1). Both run token
-// by token from the state they carry, so prefill and decode are the same code.
+// Recurrent-state ops on the CPU: KDA's short convolution and the Kimi delta rule (spec 5.1), from the state
+// they carry. The delta rule decodes token by token and prefills by chunks (cpu_kda_chunk.cpp).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/activations.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_kda_chunk.h"
 #include "backend/cpu/cpu_tensor.h"
 #include "core/thread_pool.h"
 
 namespace coli {
 
 using cpu::data;
+using cpu::kKdaChunk;
 using cpu::row;
 
 namespace {
@@ -23,6 +26,29 @@ void l2_normalize(float* v, int d, float scale) {
     for (int i = 0; i < d; ++i) sum_sq += v[i] * v[i];
     const float f = scale / std::sqrt(sum_sq + kL2NormEps);
     for (int i = 0; i < d; ++i) v[i] *= f;
+}
+
+// One token of the recurrence on head state st [d, d]:  S = Diag(alpha) S;  S += k (b (v - S^T k))^T;
+// out = S^T q.                                                             q, k, alpha, v, out: [d]
+void kda_step(const float* qh, const float* kh, const float* alpha, float b, const float* vh, int d,
+              float* st, float* o) {
+    std::vector<float> u(d, 0.0f);
+    for (int i = 0; i < d; ++i) {
+        float* si = st + i * d;
+        for (int j = 0; j < d; ++j) {
+            si[j] *= alpha[i];
+            u[j] += kh[i] * si[j];
+        }
+    }
+    for (int j = 0; j < d; ++j) u[j] = b * (vh[j] - u[j]);
+    std::fill(o, o + d, 0.0f);
+    for (int i = 0; i < d; ++i) {
+        float* si = st + i * d;
+        for (int j = 0; j < d; ++j) {
+            si[j] += kh[i] * u[j];
+            o[j] += qh[i] * si[j];
+        }
+    }
 }
 }  // namespace
 
@@ -51,44 +77,40 @@ void CpuBackend::kda(const Tensor& q, const Tensor& k, const Tensor& v, const Te
                      Tensor& out) {
     kda_args_check(q, k, v, g, beta, a_log, dt_bias, s, state, out);
     const int d = s.head_dim;
+    const int64_t n = q.rows();
     const auto* a = static_cast<const float*>(a_log.host.data);     // [H]
     const auto* dt = static_cast<const float*>(dt_bias.host.data);  // [H d]
     const float q_scale = 1.0f / std::sqrt(static_cast<float>(d));
     pool_.parallel_for(s.n_heads, 1, [&](int64_t h0, int64_t h1) {
-        std::vector<float> qh(d), kh(d), alpha(d), u(d);
+        // One chunk of head h, prepared: q, k normalized, per-channel decays, sigmoid(beta).
+        std::vector<float> qh(size_t{kKdaChunk} * d), kh(size_t{kKdaChunk} * d), alpha(size_t{kKdaChunk} * d),
+            bh(kKdaChunk);
+        cpu::KdaChunkScratch scratch(d);
         for (int64_t h = h0; h < h1; ++h) {
             float* st = row(state, h * d);  // S [dk, dv] of head h
-            for (int64_t t = 0; t < q.rows(); ++t) {
-                const int64_t c0 = h * d;
-                std::copy_n(row(q, t) + c0, d, qh.data());
-                std::copy_n(row(k, t) + c0, d, kh.data());
-                l2_normalize(qh.data(), d, q_scale);
-                l2_normalize(kh.data(), d, 1.0f);
-                for (int i = 0; i < d; ++i)
-                    alpha[i] =
-                        std::exp(kda_log_decay(row(g, t)[c0 + i] + dt[c0 + i], a[h], s.gate_lower_bound));
-                const float b = sigmoid(row(beta, t)[h]);
-                const float* vh = row(v, t) + c0;
-                // S = Diag(alpha) S; u = S^T k.
-                std::fill(u.begin(), u.end(), 0.0f);
-                for (int i = 0; i < d; ++i) {
-                    float* si = st + i * d;
-                    for (int j = 0; j < d; ++j) {
-                        si[j] *= alpha[i];
-                        u[j] += kh[i] * si[j];
-                    }
+            const int64_t c0 = h * d;
+            for (int64_t t0 = 0; t0 < n; t0 += kKdaChunk) {
+                const int c = static_cast<int>(std::min<int64_t>(kKdaChunk, n - t0));
+                for (int64_t r = 0; r < c; ++r) {
+                    const int64_t t = t0 + r;
+                    float *qr = &qh[r * d], *kr = &kh[r * d];
+                    std::copy_n(row(q, t) + c0, d, qr);
+                    std::copy_n(row(k, t) + c0, d, kr);
+                    l2_normalize(qr, d, q_scale);
+                    l2_normalize(kr, d, 1.0f);
+                    for (int i = 0; i < d; ++i)
+                        alpha[r * d + i] =
+                            std::exp(kda_log_decay(row(g, t)[c0 + i] + dt[c0 + i], a[h], s.gate_lower_bound));
+                    bh[r] = sigmoid(row(beta, t)[h]);
                 }
-                // S += k (b (v - u))^T; out = S^T q.
-                for (int j = 0; j < d; ++j) u[j] = b * (vh[j] - u[j]);
-                float* o = row(out, t) + c0;
-                std::fill(o, o + d, 0.0f);
-                for (int i = 0; i < d; ++i) {
-                    float* si = st + i * d;
-                    for (int j = 0; j < d; ++j) {
-                        si[j] += kh[i] * u[j];
-                        o[j] += qh[i] * si[j];
-                    }
-                }
+                // Decode keeps the token recurrence; a prefill goes by chunks (the last one may be short).
+                if (n == 1)
+                    kda_step(qh.data(), kh.data(), alpha.data(), bh[0], row(v, 0) + c0, d, st,
+                             row(out, 0) + c0);
+                else
+                    cpu::kda_chunk({c, d, qh.data(), kh.data(), alpha.data(), bh.data(), row(v, t0) + c0,
+                                    v.cols(), row(out, t0) + c0, out.cols()},
+                                   st, scratch);
             }
         }
     });

@@ -157,6 +157,10 @@ struct KdaArgs {
 void kda(const float* q, const float* k, const float* v, const float* g, const float* beta,
          const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state, float* out,
          cudaStream_t s);
+// The same by chunks of tokens (kda_chunk.cu), which kda runs for n > 1.
+void kda_chunked(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                 const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state,
+                 float* out, cudaStream_t s);
 // y[rows[i]] += src[i] * gains[i].                                          src: [m, d]; y: [*, d]
 void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* gains, int64_t m, float* y,
                  cudaStream_t s);

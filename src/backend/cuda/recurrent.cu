@@ -1,4 +1,5 @@
-// Recurrent-state ops (backend.h short_conv and kda), exact per token like the CPU reference:
+// Recurrent-state ops (backend.h short_conv and kda), token by token (a kda prefill goes by chunks,
+// kda_chunk.cu):
 //   short_conv  one thread per channel walks the tokens with its K-wide window in registers, then writes
 //               the channel's last K - 1 inputs back as the state (no other thread reads them).
 //   kda         one block per head, one thread per value column j: the thread keeps column j of the head's
@@ -94,7 +95,7 @@ bool kda_launch(const float* q, const float* k, const float* v, const float* g, 
                 float* out, cudaStream_t s) {
     if (a.head_dim != D) return false;
     kda_kernel<D><<<static_cast<unsigned>(a.n_heads), kKdaThreads<D>, 0, s>>>(q, k, v, g, beta, a_log,
-                                                                                dt_bias, n, a, state, out);
+                                                                              dt_bias, n, a, state, out);
     return true;
 }
 
@@ -112,6 +113,7 @@ void short_conv(const float* x, const float* w, int k, int64_t n, int64_t c, flo
 void kda(const float* q, const float* k, const float* v, const float* g, const float* beta,
          const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state, float* out,
          cudaStream_t s) {
+    if (n > 1) return kda_chunked(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s);
     const bool launched = kda_launch<16>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
                           kda_launch<32>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
                           kda_launch<64>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||

@@ -1,9 +1,9 @@
-// Recurrent-state ops on Vulkan (KDA's short convolution and the Kimi delta rule, spec 5.1), exact per token
-// like the CPU reference; the states stay in device memory and are advanced in place:
+// Recurrent-state ops on Vulkan (KDA's short convolution and the Kimi delta rule, spec 5.1), like the CPU
+// reference; the states stay in device memory and are advanced in place:
 //   short_conv  one invocation per channel walks the tokens with its window in registers (short_conv.comp)
-//   kda         the decays of every token first, in parallel (kda_decay.comp), then one workgroup per head
-//               and one invocation per value column, which keeps its column of the state in registers
-//               (kda.comp)
+//   kda         the log decays of every token first, in parallel (kda_decay.comp), then one workgroup per
+//               head and one invocation per value column, which keeps its column of the state in registers:
+//               token by token for decode (kda.comp), by chunks of tokens for a prefill (kda_chunk.comp)
 #include "backend/vulkan/limits.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
 #include "core/error.h"
@@ -51,17 +51,19 @@ void VulkanBackend::kda(const Tensor& q, const Tensor& k, const Tensor& v, const
           "vulkan kda: {} heads (one workgroup each, at most {})", s.n_heads, vk::kMaxGroups);
     const int64_t n = q.rows(), width = int64_t{s.n_heads} * s.head_dim;
     if (n == 0 || width == 0) return;
-    const vk::BufferPtr alpha = scratch(n * width);  // [n, H d]
+    const vk::BufferPtr log_decay = scratch(n * width);  // [n, H d]
     const struct {
         uint32_t count, width, head_dim;
         float lower_bound;
     } dp{static_cast<uint32_t>(n * width), static_cast<uint32_t>(width), static_cast<uint32_t>(s.head_dim),
          s.gate_lower_bound};
-    run("kda_decay", {}, {buffer_of(g), resident(dt_bias, "kda").data, resident(a_log, "kda").data, alpha},
-        dp, groups_for(n * width, kThreads));
+    run("kda_decay", {},
+        {buffer_of(g), resident(dt_bias, "kda").data, resident(a_log, "kda").data, log_decay}, dp,
+        groups_for(n * width, kThreads));
     const struct { uint32_t n, heads; } kp{static_cast<uint32_t>(n), static_cast<uint32_t>(s.n_heads)};
-    run("kda", {static_cast<uint32_t>(s.head_dim)},
-        {buffer_of(q), buffer_of(k), buffer_of(v), alpha, buffer_of(beta), buffer_of(state), buffer_of(out)},
+    run(n == 1 ? "kda" : "kda_chunk", {static_cast<uint32_t>(s.head_dim)},
+        {buffer_of(q), buffer_of(k), buffer_of(v), log_decay, buffer_of(beta), buffer_of(state),
+         buffer_of(out)},
         kp, static_cast<uint32_t>(s.n_heads));
 }
 

@@ -1,5 +1,5 @@
 #version 450
-// Kimi delta attention, token by token from the state S (per head [dk, dv]): one workgroup per head, one
+// Kimi delta attention, token by token from the state S (decode; a prefill runs kda_chunk.comp) (per head [dk, dv]): one workgroup per head, one
 // invocation per value column j, which keeps column j of the head's state in registers for the whole call,
 // so the delta rule needs no sum across invocations; only the l2 norms of q and k are workgroup sums (tree
 // sums in shared memory, no subgroups). The workgroup size is the head size (a power of two), set by
@@ -20,7 +20,7 @@ const float kL2NormEps = 1e-6;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };          // [n, H d]
 layout(std430, binding = 1) readonly buffer K { float k[]; };          // [n, H d]
 layout(std430, binding = 2) readonly buffer V { float v[]; };          // [n, H d]
-layout(std430, binding = 3) readonly buffer Alpha { float alpha[]; };  // [n, H d], kda_decay's output
+layout(std430, binding = 3) readonly buffer LogDecay { float log_decay[]; };  // [n, H d], kda_decay's output
 layout(std430, binding = 4) readonly buffer Beta { float beta[]; };    // [n, H]
 layout(std430, binding = 5) buffer State { float state[]; };           // [H d, d]
 layout(std430, binding = 6) writeonly buffer Out { float o[]; };       // [n, H d]
@@ -59,7 +59,7 @@ void main() {
         const vec2 norms = head_sum(vec2(qj * qj, kj * kj));
         qs[j] = qj * (q_scale / sqrt(norms.x + kL2NormEps));
         ks[j] = kj * (1.0 / sqrt(norms.y + kL2NormEps));
-        decay[j] = alpha[t * width + c];
+        decay[j] = exp(log_decay[t * width + c]);
         barrier();
         const float b = sigmoid(beta[t * pc.heads + h]);
         float u = 0.0;
