@@ -44,6 +44,10 @@ COLI_HOST_DEVICE inline float glu(GluKind kind, float beta, float linear_beta, f
     return kind == GluKind::situ ? situ(g, u, beta, linear_beta) : silu(g) * u;
 }
 
+// Added to the squared norm of KDA's q and k before the square root (transformers' l2norm, after the FLA
+// kernels).
+inline constexpr float kKdaL2NormEps = 1e-6f;
+
 // KDA's per-channel log-decay from z = W_fb W_fa x + dt_bias and the head's A_log (spec 5.1):
 // -exp(A) softplus(z) (Kimi Linear), or bound sigmoid(exp(A) z) when a lower bound < 0 is set (K3).
 COLI_HOST_DEVICE inline float kda_log_decay(float z, float a_log, float lower_bound) {

@@ -7,6 +7,7 @@
 #include <numbers>
 #include <string>
 
+#include "backend/residency.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -111,6 +112,14 @@ void res_mix_args_check(std::span<const Tensor> entries, const Weight& w, const 
     for (const Tensor& e : entries) check_shape(e, out.rows(), out.cols(), "res_mix entry");
     check(w.format() == Format::f32 && w.rows() == 1 && w.cols() == out.cols(),
           "res_mix: weight must be f32 [1, {}]", out.cols());
+}
+
+bool weight_left_on_host(const OpDesc& d) {
+    const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
+                              d.op == OpKind::rms_norm || d.op == OpKind::layer_norm ||
+                              d.op == OpKind::mla_attention || d.op == OpKind::short_conv ||
+                              d.op == OpKind::res_mix;
+    return dense_weight && d.weight != nullptr && d.weight->device == nullptr;
 }
 
 std::array<bool, static_cast<size_t>(OpKind::count_)> fault_ops_from_env(const char* env_name,

@@ -17,14 +17,12 @@ using cpu::kKdaChunk;
 using cpu::row;
 
 namespace {
-// Added to the squared norm before the square root (transformers' l2norm, after the FLA kernels).
-constexpr float kL2NormEps = 1e-6f;
 
 // v / sqrt(sum v^2 + eps), times scale.                                                          v: [d]
 void l2_normalize(float* v, int d, float scale) {
     float sum_sq = 0;
     for (int i = 0; i < d; ++i) sum_sq += v[i] * v[i];
-    const float f = scale / std::sqrt(sum_sq + kL2NormEps);
+    const float f = scale / std::sqrt(sum_sq + kKdaL2NormEps);
     for (int i = 0; i < d; ++i) v[i] *= f;
 }
 

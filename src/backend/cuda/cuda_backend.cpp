@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/mla_attend.h"
 #include "backend/cuda/support.h"
+#include "backend/residency.h"
 #include "core/error.h"
 
 namespace coli {
@@ -79,10 +80,7 @@ std::string CudaBackend::stats() const {
 
 bool CudaBackend::supports(const OpDesc& d) const {
     if (!cuda_supports(d)) return false;
-    const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
-                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention ||
-                              d.op == OpKind::short_conv || d.op == OpKind::res_mix;
-    if (dense_weight && d.weight != nullptr && d.weight->device == nullptr) return false;  // left on the host
+    if (weight_left_on_host(d)) return false;
     if (d.op == OpKind::attention &&
         cuda::attention_smem_bytes(d.rows, kHeadDimBound) > ctx_->props.sharedMemPerBlockOptin)
         return false;  // the cache is longer than one block's scores can hold on this device

@@ -9,6 +9,7 @@
 // Column j of u and o is private to thread j: only M, P and the chunk's q, k and decays are shared. The
 // chunk is shorter than the CPU's 64 tokens so that those fit in static shared memory (3 x 16 x 128 floats).
 #include "backend/cuda/decode.cuh"
+#include "backend/cuda/kda_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/reduce.cuh"
 #include "core/error.h"
@@ -17,15 +18,10 @@ namespace coli::cuda {
 
 namespace {
 
-constexpr int kChunk = 16;           // tokens per chunk
-constexpr float kL2NormEps = 1e-6f;  // as the CPU reference (transformers' l2norm)
-
-// Threads of a block: one per value column, at least a warp (the block sums work on whole warps).
-template <int D>
-inline constexpr int kThreads = D < kWarp ? kWarp : D;
+constexpr int kChunk = 16;  // tokens per chunk
 
 template <int D>
-__global__ void __launch_bounds__(kThreads<D>)
+__global__ void __launch_bounds__(kKdaThreads<D>)
     kda_chunk_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                      const float* __restrict__ g, const float* __restrict__ beta,
                      const float* __restrict__ a_log, const float* __restrict__ dt_bias, int64_t n, KdaArgs a,
@@ -34,7 +30,7 @@ __global__ void __launch_bounds__(kThreads<D>)
     __shared__ float qs[kChunk * D], ks[kChunk * D], gs[kChunk * D];
     __shared__ float m[kChunk * kChunk], p[kChunk * kChunk];  // [t][s]: M zero for s >= t, P for s > t
     __shared__ float decay_last[D];                           // exp(G_last) per channel
-    __shared__ float partial[kThreads<D> / kWarp];
+    __shared__ float partial[kKdaThreads<D> / kWarp];
     const int h = blockIdx.x, j = threadIdx.x;
     const bool column = j < D;  // threads past D only join the block sums
     const int64_t width = static_cast<int64_t>(a.n_heads) * D, c = static_cast<int64_t>(h) * D + j;
@@ -50,18 +46,18 @@ __global__ void __launch_bounds__(kThreads<D>)
         for (int t = 0; t < len; ++t) {
             const int64_t x = (t0 + t) * width + c;
             const float qj = column ? q[x] : 0.0f, kj = column ? k[x] : 0.0f;
-            const float q_sq = block_reduce<kThreads<D>>(qj * qj, partial, false);
-            const float k_sq = block_reduce<kThreads<D>>(kj * kj, partial, false);
+            const float q_sq = block_reduce<kKdaThreads<D>>(qj * qj, partial, false);
+            const float k_sq = block_reduce<kKdaThreads<D>>(kj * kj, partial, false);
             if (column) {
-                qs[t * D + j] = qj * (q_scale / sqrtf(q_sq + kL2NormEps));
-                ks[t * D + j] = kj * (1.0f / sqrtf(k_sq + kL2NormEps));
+                qs[t * D + j] = qj * (q_scale / sqrtf(q_sq + kKdaL2NormEps));
+                ks[t * D + j] = kj * (1.0f / sqrtf(k_sq + kKdaL2NormEps));
                 cum += coli::kda_log_decay(g[x] + dt_bias[c], head_a_log, a.gate_lower_bound);
                 gs[t * D + j] = cum;
             }
         }
         __syncthreads();
         // M and P, one entry per thread at a time.
-        for (int e = j; e < kChunk * kChunk; e += kThreads<D>) {
+        for (int e = j; e < kChunk * kChunk; e += kKdaThreads<D>) {
             const int t = e / kChunk, s = e % kChunk;
             float mts = 0.0f, pts = 0.0f;
             if (s <= t && t < len) {
@@ -126,26 +122,16 @@ __global__ void __launch_bounds__(kThreads<D>)
     for (int i = 0; i < D; ++i) st[i * D + j] = col[i];
 }
 
-template <int D>
-bool kda_chunk_launch(const float* q, const float* k, const float* v, const float* g, const float* beta,
-                      const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state,
-                      float* out, cudaStream_t s) {
-    if (a.head_dim != D) return false;
-    kda_chunk_kernel<D><<<static_cast<unsigned>(a.n_heads), kThreads<D>, 0, s>>>(q, k, v, g, beta, a_log,
-                                                                                 dt_bias, n, a, state, out);
-    return true;
-}
-
 }  // namespace
 
 void kda_chunked(const float* q, const float* k, const float* v, const float* g, const float* beta,
                  const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state,
                  float* out, cudaStream_t s) {
-    const bool launched = kda_chunk_launch<16>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
-                          kda_chunk_launch<32>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
-                          kda_chunk_launch<64>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
-                          kda_chunk_launch<128>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s);
-    check(launched, "cuda kda: head_dim {} is not one of the compiled sizes", a.head_dim);
+    kda_launch_for(a.head_dim, "cuda kda", [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        kda_chunk_kernel<D><<<static_cast<unsigned>(a.n_heads), kKdaThreads<D>, 0, s>>>(
+            q, k, v, g, beta, a_log, dt_bias, n, a, state, out);
+    });
     cuda_check(cudaGetLastError(), "kda chunk launch");
 }
 

@@ -6,6 +6,7 @@
 //               state S [dk, dv] in registers for the whole call, so the delta rule needs no reduction
 //               across threads; only the l2 norms of q and k are block sums.
 #include "backend/cuda/decode.cuh"
+#include "backend/cuda/kda_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/limits.h"
 #include "backend/cuda/reduce.cuh"
@@ -15,7 +16,6 @@ namespace coli::cuda {
 namespace {
 
 constexpr int kConvThreads = 256;
-constexpr float kL2NormEps = 1e-6f;  // as the CPU reference (transformers' l2norm)
 
 __global__ void short_conv_kernel(const float* __restrict__ x, const float* __restrict__ w, int k, int64_t n,
                                   int64_t c, float* __restrict__ state, float* __restrict__ out) {
@@ -34,10 +34,6 @@ __global__ void short_conv_kernel(const float* __restrict__ x, const float* __re
     }
     for (int j = 0; j < k - 1; ++j) state[j * c + ch] = window[j + 1];
 }
-
-// Threads of a kda block: one per value column, at least a warp (the block sums work on whole warps).
-template <int D>
-inline constexpr int kKdaThreads = D < kWarp ? kWarp : D;
 
 template <int D>
 __global__ void __launch_bounds__(kKdaThreads<D>)
@@ -61,8 +57,8 @@ __global__ void __launch_bounds__(kKdaThreads<D>)
         const float q_sq = block_reduce<kThreads>(qj * qj, partial, false);
         const float k_sq = block_reduce<kThreads>(kj * kj, partial, false);
         if (column) {
-            qs[j] = qj * (q_scale / sqrtf(q_sq + kL2NormEps));
-            ks[j] = kj * (1.0f / sqrtf(k_sq + kL2NormEps));
+            qs[j] = qj * (q_scale / sqrtf(q_sq + kKdaL2NormEps));
+            ks[j] = kj * (1.0f / sqrtf(k_sq + kKdaL2NormEps));
             alpha[j] =
                 expf(coli::kda_log_decay(g[t * width + c] + dt_bias[c], head_a_log, a.gate_lower_bound));
         }
@@ -89,16 +85,6 @@ __global__ void __launch_bounds__(kKdaThreads<D>)
     for (int i = 0; i < D; ++i) st[i * D + j] = col[i];
 }
 
-template <int D>
-bool kda_launch(const float* q, const float* k, const float* v, const float* g, const float* beta,
-                const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state,
-                float* out, cudaStream_t s) {
-    if (a.head_dim != D) return false;
-    kda_kernel<D><<<static_cast<unsigned>(a.n_heads), kKdaThreads<D>, 0, s>>>(q, k, v, g, beta, a_log,
-                                                                              dt_bias, n, a, state, out);
-    return true;
-}
-
 }  // namespace
 
 void short_conv(const float* x, const float* w, int k, int64_t n, int64_t c, float* state, float* out,
@@ -114,11 +100,11 @@ void kda(const float* q, const float* k, const float* v, const float* g, const f
          const float* a_log, const float* dt_bias, int64_t n, const KdaArgs& a, float* state, float* out,
          cudaStream_t s) {
     if (n > 1) return kda_chunked(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s);
-    const bool launched = kda_launch<16>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
-                          kda_launch<32>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
-                          kda_launch<64>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s) ||
-                          kda_launch<128>(q, k, v, g, beta, a_log, dt_bias, n, a, state, out, s);
-    check(launched, "cuda kda: head_dim {} is not one of the compiled sizes", a.head_dim);
+    kda_launch_for(a.head_dim, "cuda kda", [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        kda_kernel<D><<<static_cast<unsigned>(a.n_heads), kKdaThreads<D>, 0, s>>>(q, k, v, g, beta, a_log,
+                                                                                  dt_bias, n, a, state, out);
+    });
     cuda_check(cudaGetLastError(), "kda launch");
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/residency.h"
 #include "backend/vulkan/limits.h"
 #include "backend/vulkan/support.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
@@ -96,11 +97,7 @@ std::string VulkanBackend::stats() const {
 
 bool VulkanBackend::supports(const OpDesc& d) const {
     if (!vulkan_supports(d)) return false;
-    const bool dense_weight = d.op == OpKind::matmul || d.op == OpKind::embedding ||
-                              d.op == OpKind::rms_norm || d.op == OpKind::mla_attention ||
-                              d.op == OpKind::layer_norm || d.op == OpKind::short_conv ||
-                              d.op == OpKind::res_mix;
-    return !(dense_weight && d.weight != nullptr && d.weight->device == nullptr);  // left on the host
+    return !weight_left_on_host(d);
 }
 
 void VulkanBackend::fault_check(OpKind op) const {

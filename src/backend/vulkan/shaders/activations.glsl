@@ -35,6 +35,9 @@ float glu(uint kind, float beta, float linear_beta, float g, float u) {
     return kind == kGluSitu ? situ(g, u, beta, linear_beta) : silu(g) * u;
 }
 
+// Added to the squared norm of KDA's q and k before the square root (activations.h kKdaL2NormEps).
+const float kKdaL2NormEps = 1e-6;
+
 // KDA's per-channel log-decay (activations.h kda_log_decay): -exp(A) softplus(z), or bound sigmoid(exp(A) z)
 // when a lower bound < 0 is set (K3).
 float kda_log_decay(float z, float a_log, float lower_bound) {

@@ -14,9 +14,6 @@ const uint kDim = gl_WorkGroupSize.x;  // dk = dv, a power of two up to kMaxDim
 // The arrays have a fixed size (spec-constant array sizes do not carry over to every driver, e.g.
 // MoltenVK); limits.h kVulkanKdaMaxHeadDim.
 const uint kMaxDim = 128u;
-// Added to the squared norm before the square root (transformers' l2norm, as the CPU reference).
-const float kL2NormEps = 1e-6;
-
 layout(std430, binding = 0) readonly buffer Q { float q[]; };          // [n, H d]
 layout(std430, binding = 1) readonly buffer K { float k[]; };          // [n, H d]
 layout(std430, binding = 2) readonly buffer V { float v[]; };          // [n, H d]
@@ -57,8 +54,8 @@ void main() {
     for (uint t = 0u; t < pc.n; ++t) {
         const float qj = q[t * width + c], kj = k[t * width + c];
         const vec2 norms = head_sum(vec2(qj * qj, kj * kj));
-        qs[j] = qj * (q_scale / sqrt(norms.x + kL2NormEps));
-        ks[j] = kj * (1.0 / sqrt(norms.y + kL2NormEps));
+        qs[j] = qj * (q_scale / sqrt(norms.x + kKdaL2NormEps));
+        ks[j] = kj * (1.0 / sqrt(norms.y + kKdaL2NormEps));
         decay[j] = exp(log_decay[t * width + c]);
         barrier();
         const float b = sigmoid(beta[t * pc.heads + h]);

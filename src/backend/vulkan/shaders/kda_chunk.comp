@@ -17,9 +17,6 @@ layout(local_size_x_id = 0) in;
 const uint kDim = gl_WorkGroupSize.x;  // dk = dv, a power of two up to kMaxDim
 const uint kMaxDim = 128u;             // limits.h kVulkanKdaMaxHeadDim
 const uint kChunk = 16u;               // tokens per chunk
-// Added to the squared norm before the square root (transformers' l2norm, as the CPU reference).
-const float kL2NormEps = 1e-6;
-
 layout(std430, binding = 0) readonly buffer Q { float q[]; };                // [n, H d]
 layout(std430, binding = 1) readonly buffer K { float k[]; };                // [n, H d]
 layout(std430, binding = 2) readonly buffer V { float v[]; };                // [n, H d]
@@ -69,8 +66,8 @@ void main() {
             const uint x = (t0 + t) * width + c;
             const float qj = q[x], kj = k[x];
             const vec2 norms = head_sum(vec2(qj * qj, kj * kj));
-            qs[t * kDim + j] = qj * (q_scale / sqrt(norms.x + kL2NormEps));
-            ks[t * kDim + j] = kj * (1.0 / sqrt(norms.y + kL2NormEps));
+            qs[t * kDim + j] = qj * (q_scale / sqrt(norms.x + kKdaL2NormEps));
+            ks[t * kDim + j] = kj * (1.0 / sqrt(norms.y + kKdaL2NormEps));
             cum += log_decay[x];
             gs[t * kDim + j] = cum;
         }
