@@ -1,12 +1,14 @@
 // `coli test-ops --bench` on Vulkan: decode GEMV speed per format beside its bound, measured in the same
 // run: weight bytes / time against a device-to-device copy (bytes read + written / time) of the whole
 // buffer and of the same bytes. Weights rotate over copies spanning kSpanBytes so that calls read device
-// memory, not a cache. Times are host-measured over kCallsPerRun back-to-back calls in one submission (the
-// submission overhead is spread over them), the median of kRepeats runs.
+// memory, not a cache. Times are the device's (GPU timestamps around kCallsPerRun back-to-back calls in one
+// submission, as CUDA's events time its kernels), the median of kRepeats runs; the commands' recording on
+// the host, which precedes the submission, is not in them (the MoE layer also shows the wall time).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <vector>
 
 #include "backend/vulkan/vulkan_backend.h"
@@ -42,48 +44,93 @@ constexpr Shape kShapes[] = {{7168, 2048}, {2048, 7168}, {6144, 2048}, {8192, 81
 constexpr Format kFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
                                Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
 
-// Milliseconds per call of f: the median of kRepeats runs of `calls` calls, each run one submission.
+// The device's clocks: an idle GPU lowers them, and between the bench's submissions it idles while the host
+// encodes weights and records commands (an H200's SM clock was seen at 345 MHz there instead of 1980). So
+// before timing, `load` (one large copy) keeps the device busy for kClockWarmupMs in submissions of
+// kLoadsPerBatch, and the timed calls follow kLoadsPerBatch more loads in the same submission.
+constexpr double kClockWarmupMs = 250.0;  // wall time of busy device before a measurement
+constexpr int kLoadsPerBatch = 20;        // loads per warm-up submission (~10 ms on an H200)
+
+// Milliseconds per call of f, the median of kRepeats runs of `calls` calls. `device`: between GPU
+// timestamps, all runs in one submission after the warm-up (where the queue has no timestamps, as `wall`);
+// `wall`: on the host's clock, one more run recorded and submitted on its own (the recording included).
+struct Timing {
+    double device, wall;
+};
+
 template <typename F>
-double time_ms(vk::Stream& s, F&& f, int calls = kCallsPerRun) {
+Timing time_calls(vk::Stream& s, const std::function<void()>& load, F&& f, int calls = kCallsPerRun) {
+    using Clock = std::chrono::steady_clock;
+    const auto ms_since = [](Clock::time_point t) {
+        return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    };
     int i = 0;
     for (int w = 0; w < kWarmup; ++w) f(i++);
     s.finish();
-    std::vector<double> ms(kRepeats);
-    for (double& run : ms) {
-        const auto start = std::chrono::steady_clock::now();
+    for (const auto start = Clock::now(); ms_since(start) < kClockWarmupMs; s.finish())
+        for (int l = 0; l < kLoadsPerBatch; ++l) load();
+    std::vector<double> device(kRepeats);
+    if (s.timestamps_supported()) {
+        for (int l = 0; l < kLoadsPerBatch; ++l) load();
+        s.timestamp();
+        for (int r = 0; r < kRepeats; ++r) {
+            for (int c = 0; c < calls; ++c) f(i++);
+            s.timestamp();
+        }
+        s.finish();
+        const std::vector<double> t = s.timestamps_ms();
+        for (int r = 0; r < kRepeats; ++r) device[r] = (t[r + 1] - t[r]) / calls;
+    }
+    const auto run_wall = [&] {
+        const auto start = Clock::now();
         for (int c = 0; c < calls; ++c) f(i++);
         s.finish();
-        run = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-              calls;
-    }
-    std::nth_element(ms.begin(), ms.begin() + kRepeats / 2, ms.end());
-    return ms[kRepeats / 2];
+        return ms_since(start) / calls;
+    };
+    if (!s.timestamps_supported())
+        for (double& d : device) d = run_wall();
+    std::nth_element(device.begin(), device.begin() + kRepeats / 2, device.end());
+    return {device[kRepeats / 2], run_wall()};
 }
 
 uint64_t weight_bytes(const WeightView& v) {
     return v.data_bytes() + v.scale_bytes();
 }
 
-// A MoE layer's routed experts in decode (one token, kBenchExperts experts) through moe_experts, once they
-// are in the device tier: the experts' bytes / time, beside the copy. Layers rotate so that calls read
-// device memory.
-void moe_decode_bench(VulkanBackend& b, uint64_t tier_bytes, double copy_gbps) {
+// A MoE layer's routed experts in decode (one token, kBenchExperts experts), three ways, each as the
+// experts' bytes / time beside the copy: through moe_experts once they are in the device tier (what a model
+// runs: the routing upload, the tier, two batched GEMV dispatches and the combine), the two batched GEMV
+// dispatches alone, and one plain GEMV dispatch per matrix. Layers rotate so that calls read device memory.
+void moe_decode_bench(VulkanBackend& b, const std::function<void()>& load, uint64_t tier_bytes,
+                      double copy_gbps) {
     fmt::print(
-        "\ndecode MoE layer, n = 1: {} experts of {}x{} (gate, up) and {}x{} (down) through moe_experts\n",
+        "\ndecode MoE layer, n = 1: {} experts of {}x{} (gate, up) and {}x{} (down): through moe_experts "
+        "(device "
+        "time; wall time with the host's recording); its two batched GEMV dispatches alone; one GEMV "
+        "dispatch "
+        "per matrix\n",
         kBenchExperts, kExpertFf, kExpertModel, kExpertModel, kExpertFf);
-    fmt::print("{:<16} {:>7} {:>10} {:>10} {:>9}\n", "format", "layers", "us", "GB/s", "of copy");
+    fmt::print("{:<16} {:>7} {:>10} {:>9} {:>12} {:>10} {:>9} {:>10} {:>9}\n", "format", "layers", "moe us",
+               "of copy", "moe wall us", "batch us", "of copy", "single us", "of copy");
     Tensor x = b.tensor_new(1, kExpertModel), y = b.tensor_new(1, kExpertModel);
     b.tensor_write(x, random_normal(kExpertModel, 5));
     Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
     for (int e = 0; e < kBenchExperts; ++e) r.experts.push_back(e);
     const std::vector<float> gw = random_normal(kExpertFf * kExpertModel, 13),
                              dw = random_normal(kExpertModel * kExpertFf, 17);
+    // The batched dispatches' operands: job e reads x row e and writes row e of its output.
+    const std::vector<float> xs = random_normal(kBenchExperts * kExpertModel, 5);
+    const vk::BufferPtr xb = b.upload(xs.data(), xs.size() * sizeof(float)),
+                        act = b.scratch(kBenchExperts * kExpertFf),
+                        out = b.scratch(kBenchExperts * kExpertModel);
+    std::vector<uint32_t> first;
+    for (uint32_t e = 0; e <= kBenchExperts; ++e) first.push_back(e);
     for (Format f : kFormats) {
         const EncodedWeight gu = weight_encode(f, gw.data(), kExpertFf, kExpertModel),
                             dn = weight_encode(f, dw.data(), kExpertModel, kExpertFf);
         const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
         const int layers = static_cast<int>(std::clamp<uint64_t>(
-            std::min(kSpanBytes / layer_bytes + 1, tier_bytes / (2 * layer_bytes)), 1, kMaxMoeLayers));
+            std::min(kSpanBytes / layer_bytes + 1, tier_bytes / (4 * layer_bytes)), 1, kMaxMoeLayers));
         std::vector<std::vector<ExpertWeights>> experts(layers);
         for (int l = 0; l < layers; ++l)
             for (int e = 0; e < kBenchExperts; ++e)
@@ -91,11 +138,43 @@ void moe_decode_bench(VulkanBackend& b, uint64_t tier_bytes, double copy_gbps) {
                     {e, Weight{gu.view(), nullptr, nullptr}, Weight{gu.view(), nullptr, nullptr},
                      Weight{dn.view(), nullptr, nullptr}, static_cast<int32_t>(f) * kMaxMoeLayers + l});
         for (int l = 0; l < layers; ++l) b.moe_experts(experts[l], r, x, y);  // uploads into the tier
-        const double ms = time_ms(
-            b.stream(), [&](int i) { b.moe_experts(experts[i % layers], r, x, y); }, kMoeCallsPerRun);
-        const double gbps = layer_bytes / (ms * 1e-3) / kGiga;
-        fmt::print("{:<16} {:>7} {:>10.1f} {:>10.0f} {:>8.0f}%\n", format_name(f), layers, ms * 1e3, gbps,
-                   100.0 * gbps / copy_gbps);
+        const Timing moe = time_calls(
+            b.stream(), load, [&](int i) { b.moe_experts(experts[i % layers], r, x, y); }, kMoeCallsPerRun);
+
+        // The same layers' matrices as device weights of their own, for the GEMV dispatches.
+        std::vector<std::vector<vk::DeviceWeight>> mats(layers);  // [layer][gate, up, down of each expert]
+        std::vector<vk::GemvJobs> gate_up(layers), down(layers);
+        for (int l = 0; l < layers; ++l) {
+            for (int e = 0; e < kBenchExperts; ++e)
+                for (const WeightView& v : {gu.view(), gu.view(), dn.view()})
+                    mats[l].push_back(vk::weight_to_device(b.stream(), v));
+            gate_up[l] = {{}, 2, first, xb, nullptr, act, GluActivation{}};
+            down[l] = {{}, 1, first, act, nullptr, out, {}};
+            for (int e = 0; e < kBenchExperts; ++e) {
+                gate_up[l].weights.insert(gate_up[l].weights.end(), {&mats[l][3 * e], &mats[l][3 * e + 1]});
+                down[l].weights.push_back(&mats[l][3 * e + 2]);
+            }
+        }
+        const double batch_ms = time_calls(
+                                    b.stream(), load,
+                                    [&](int i) {
+                                        b.gemv(gate_up[i % layers]);
+                                        b.gemv(down[i % layers]);
+                                    },
+                                    kMoeCallsPerRun)
+                                    .device;
+        const double single_ms = time_calls(
+                                     b.stream(), load,
+                                     [&](int i) {
+                                         for (const vk::DeviceWeight& w : mats[i % layers])
+                                             b.matmul_device(w, xb, 1, act);
+                                     },
+                                     kMoeCallsPerRun)
+                                     .device;
+        const auto share = [&](double ms) { return 100.0 * layer_bytes / (ms * 1e-3) / kGiga / copy_gbps; };
+        fmt::print("{:<16} {:>7} {:>10.1f} {:>8.0f}% {:>12.1f} {:>10.1f} {:>8.0f}% {:>10.1f} {:>8.0f}%\n",
+                   format_name(f), layers, moe.device * 1e3, share(moe.device), moe.wall * 1e3,
+                   batch_ms * 1e3, share(batch_ms), single_ms * 1e3, share(single_ms));
     }
 }
 
@@ -121,10 +200,16 @@ void vulkan_bench_print(int device) {
         const struct { uint32_t count, src_word, dst_word; } push{words, first, first};
         backend.run("copy_words", {}, {src, dst}, push, groups_for(words, kCopyThreads));
     };
-    const double copy_ms = time_ms(
-        s, [&](int) { copy(0, copy_bytes); }, 1);
+    const std::function<void()> load = [&] { copy(0, copy_bytes); };
+    const double copy_ms = time_calls(
+                               s, load, [&](int) { copy(0, copy_bytes); }, 1)
+                               .device;
     const double copy_gbps = 2.0 * copy_bytes / (copy_ms * 1e-3) / kGiga;
     fmt::print("device: {}\n", backend.description());
+    fmt::print("times: {}, after {:.0f} ms of copies that bring the device's clocks up\n",
+               s.timestamps_supported() ? "the device's (GPU timestamps)"
+                                        : "the host's clock (the queue has no timestamps)",
+               kClockWarmupMs);
     fmt::print("device-to-device copy (compute shader): {:.0f} GB/s (bytes read + written, {:.0f} MB)\n\n",
                copy_gbps, copy_bytes / 1e6);
 
@@ -150,20 +235,21 @@ void vulkan_bench_print(int device) {
             const int copies = static_cast<int>(std::clamp<uint64_t>(kSpanBytes / bytes + 1, 1, kMaxCopies));
             std::vector<vk::DeviceWeight> w;
             for (int c = 0; c < copies; ++c) w.push_back(vk::weight_to_device(s, v));
-            const double ms = time_ms(s, [&](int i) { backend.matmul_device(w[i % copies], x, 1, y); });
+            const double ms =
+                time_calls(s, load, [&](int i) { backend.matmul_device(w[i % copies], x, 1, y); }).device;
             const double gbps = bytes / (ms * 1e-3) / kGiga;
             const uint64_t slots = std::max<uint64_t>(1, copy_bytes / bytes);
-            const double same_ms = time_ms(s, [&](int i) {
-                const uint64_t off = (static_cast<uint64_t>(i) % slots) * bytes;
-                copy(off, std::min(bytes, copy_bytes));
-            });
+            const double same_ms = time_calls(s, load, [&](int i) {
+                                       const uint64_t off = (static_cast<uint64_t>(i) % slots) * bytes;
+                                       copy(off, std::min(bytes, copy_bytes));
+                                   }).device;
             const double same_gbps = 2.0 * std::min(bytes, copy_bytes) / (same_ms * 1e-3) / kGiga;
             fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n",
                        format_name(f), sh.rows, sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps,
                        100.0 * gbps / same_gbps);
         }
     }
-    moe_decode_bench(backend, ctx->info.local_bytes / 2, copy_gbps);
+    moe_decode_bench(backend, load, ctx->info.local_bytes / 2, copy_gbps);
 }
 
 }  // namespace coli

@@ -16,6 +16,9 @@ namespace {
 constexpr const char* kPortabilitySubset = "VK_KHR_portability_subset";  // MoltenVK: must be enabled
 // Set: the shaders' paths for devices without subgroup arithmetic are used (tests run them on lavapipe).
 constexpr const char* kNoSubgroupsEnv = "COLI_VULKAN_NO_SUBGROUPS";
+// Set: every pipeline reports the driver's statistics of its compiled code (pipeline_stats.h).
+constexpr const char* kPipelineStatsEnv = "COLI_VULKAN_PIPELINE_STATS";
+constexpr const char* kExecutableProperties = "VK_KHR_pipeline_executable_properties";
 
 // The first memory type with all of `want`, in heap `heap` when heap >= 0.
 int32_t memory_type_find(const VkPhysicalDeviceMemoryProperties& m, VkMemoryPropertyFlags want,
@@ -71,6 +74,7 @@ Context::Context(int index) {
     for (uint32_t f = 0; f < families && queue_family == families; ++f)
         if (q[f].queueFlags & VK_QUEUE_COMPUTE_BIT) queue_family = f;
     check(queue_family < families, "vulkan: {} has no compute queue", info.name);
+    timestamp_bits = q[queue_family].timestampValidBits;
 
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -83,12 +87,25 @@ Context::Context(int index) {
     VkPhysicalDeviceFeatures enabled{};
     enabled.shaderStorageBufferArrayDynamicIndexing = weight_slots > 1 ? VK_TRUE : VK_FALSE;
     dci.pEnabledFeatures = &enabled;
-    const char* ext[] = {kPortabilitySubset};
-    if (device_has_extension(api, physical, kPortabilitySubset)) {
-        dci.enabledExtensionCount = 1;
-        dci.ppEnabledExtensionNames = ext;
+    std::vector<const char*> ext;
+    if (device_has_extension(api, physical, kPortabilitySubset)) ext.push_back(kPortabilitySubset);
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    if (std::getenv(kPipelineStatsEnv) != nullptr) {
+        pipeline_stats = device_has_extension(api, physical, kExecutableProperties);
+        if (pipeline_stats) {
+            ext.push_back(kExecutableProperties);
+            executable.pipelineExecutableInfo = VK_TRUE;
+            dci.pNext = &executable;
+        } else {
+            fmt::print(stderr, "vulkan: {} is set, but {} has no {}: no pipeline statistics\n",
+                       kPipelineStatsEnv, info.name, kExecutableProperties);
+        }
     }
+    dci.enabledExtensionCount = static_cast<uint32_t>(ext.size());
+    dci.ppEnabledExtensionNames = ext.data();
     vk_check(api.vkCreateDevice(physical, &dci, nullptr, &device), "vkCreateDevice");
+    api_load_device(api, device);
     api.vkGetDeviceQueue(device, queue_family, 0, &queue);
 
     // Memory: device-local for everything the shaders touch; host-visible coherent for staging (cached

@@ -38,6 +38,8 @@ struct Context {
     uint32_t subgroup_size = 0;                         // lanes per subgroup
     bool subgroup_arithmetic = false;                   // subgroupAdd in compute shaders
     uint32_t weight_slots = 1;                          // weights per slot array (1: no batched GEMV)
+    bool pipeline_stats = false;                        // pipelines report their compiled code's statistics
+    uint32_t timestamp_bits = 0;                        // valid bits of the queue's timestamps (0: none)
     uint32_t local_type = 0;                            // device-local memory type (tensors, weights)
     uint32_t staging_type = 0;                          // host-visible, coherent type for transfers
     int32_t unified_type = -1;                          // device-local type the host writes directly, or -1

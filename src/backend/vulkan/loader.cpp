@@ -48,6 +48,13 @@ void api_load_instance(Api& api, VkInstance instance) {
 #undef COLI_VK_INSTANCE
 }
 
+void api_load_device(Api& api, VkDevice device) {
+#define COLI_VK_EXTENSION(name) \
+    api.name = reinterpret_cast<PFN_##name>(api.vkGetDeviceProcAddr(device, #name));
+    COLI_VK_EXTENSION_FUNCS(COLI_VK_EXTENSION)
+#undef COLI_VK_EXTENSION
+}
+
 std::string vk_result_name(VkResult r) {
     switch (r) {
         case VK_NOT_READY:

@@ -66,14 +66,28 @@ namespace coli::vk {
     X(vkDestroyFence)                           \
     X(vkWaitForFences)                          \
     X(vkResetFences)                            \
-    X(vkDeviceWaitIdle)
+    X(vkDeviceWaitIdle)                         \
+    X(vkCreateQueryPool)                        \
+    X(vkDestroyQueryPool)                       \
+    X(vkCmdResetQueryPool)                      \
+    X(vkCmdWriteTimestamp)                      \
+    X(vkGetQueryPoolResults)                    \
+    X(vkGetDeviceProcAddr)
 
-// The loaded entry points. Global ones are set by api_load(), the rest by api_load_instance().
+// Functions of optional device extensions, resolved by api_load_device() when the extension is enabled.
+#define COLI_VK_EXTENSION_FUNCS(X)          \
+    X(vkGetPipelineExecutablePropertiesKHR) \
+    X(vkGetPipelineExecutableStatisticsKHR) \
+    X(vkGetPipelineExecutableInternalRepresentationsKHR)
+
+// The loaded entry points. Global ones are set by api_load(), instance ones by api_load_instance(), the
+// extensions' by api_load_device() (null where the extension is not enabled).
 struct Api {
 #define COLI_VK_DECLARE(name) PFN_##name name = nullptr;  // one pointer per function of the lists
     COLI_VK_DECLARE(vkGetInstanceProcAddr)
     COLI_VK_GLOBAL_FUNCS(COLI_VK_DECLARE)
     COLI_VK_INSTANCE_FUNCS(COLI_VK_DECLARE)
+    COLI_VK_EXTENSION_FUNCS(COLI_VK_DECLARE)
 #undef COLI_VK_DECLARE
 };
 
@@ -82,6 +96,9 @@ struct Api {
 const Api* api_load(std::string* why);
 // Resolves the instance-level functions into api for instance. Throws coli::Error naming a missing one.
 void api_load_instance(Api& api, VkInstance instance);
+
+// Resolves the extension functions for device (those it does not provide stay null).
+void api_load_device(Api& api, VkDevice device);
 
 // Throws coli::Error naming `what` and the VkResult when r is not VK_SUCCESS.
 void vk_check(VkResult r, const char* what);

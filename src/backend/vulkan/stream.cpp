@@ -36,6 +36,7 @@ Stream::~Stream() {
     }
     const Api& api = ctx_->api;
     for (VkDescriptorPool p : set_pools_) api.vkDestroyDescriptorPool(ctx_->device, p, nullptr);
+    if (timestamps_ != VK_NULL_HANDLE) api.vkDestroyQueryPool(ctx_->device, timestamps_, nullptr);
     api.vkDestroyFence(ctx_->device, fence_, nullptr);
     api.vkDestroyCommandPool(ctx_->device, command_pool_, nullptr);
 }
@@ -175,6 +176,39 @@ void Stream::download(const BufferPtr& src, uint64_t src_offset, void* dst, uint
     copy(src, src_offset, staging, 0, bytes);
     finish();
     std::memcpy(dst, staging->mapped, bytes);
+}
+
+void Stream::timestamp() {
+    check(timestamps_supported(), "vulkan: the device's queue has no timestamps");
+    const Api& api = ctx_->api;
+    if (timestamps_ == VK_NULL_HANDLE) {
+        VkQueryPoolCreateInfo qci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        qci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        qci.queryCount = kMaxTimestamps;
+        vk_check(api.vkCreateQueryPool(ctx_->device, &qci, nullptr, &timestamps_), "vkCreateQueryPool");
+    }
+    record_begin();  // its barrier: the timestamp follows the commands before it
+    check(timestamps_taken_ < kMaxTimestamps, "vulkan: more than {} timestamps in one batch", kMaxTimestamps);
+    api.vkCmdResetQueryPool(cmd_, timestamps_, timestamps_taken_, 1);
+    api.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, timestamps_taken_++);
+    ++commands_;
+}
+
+std::vector<double> Stream::timestamps_ms() {
+    std::vector<uint64_t> ticks(timestamps_taken_);
+    if (!ticks.empty())
+        vk_check(ctx_->api.vkGetQueryPoolResults(
+                     ctx_->device, timestamps_, 0, timestamps_taken_, ticks.size() * sizeof(uint64_t),
+                     ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                 "vkGetQueryPoolResults");
+    timestamps_taken_ = 0;
+    const uint64_t mask =
+        ctx_->timestamp_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << ctx_->timestamp_bits) - 1;
+    std::vector<double> ms;
+    for (uint64_t t : ticks)
+        ms.push_back(static_cast<double>((t - ticks.front()) & mask) * ctx_->props.limits.timestampPeriod *
+                     1e-6);
+    return ms;
 }
 
 void Stream::finish() {

@@ -49,6 +49,14 @@ public:
     // no barrier between the two, so that the device may overlap them.
     void concurrent_next() { concurrent_next_ = true; }
 
+    // Device time of commands: timestamp() after a command records when the device finished it (and all
+    // before it); once they have run (finish()), timestamps_ms() gives the timestamps taken since its last
+    // call, in milliseconds from the first. Only where timestamps_supported(): the queue has timestamps.
+    static constexpr uint32_t kMaxTimestamps = 64;  // timestamps between two timestamps_ms()
+    bool timestamps_supported() const { return ctx_->timestamp_bits > 0; }
+    void timestamp();
+    std::vector<double> timestamps_ms();
+
     const std::shared_ptr<Context>& context() const { return ctx_; }
 
 private:
@@ -59,6 +67,8 @@ private:
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
+    VkQueryPool timestamps_ = VK_NULL_HANDLE;  // kMaxTimestamps queries, made on first use
+    uint32_t timestamps_taken_ = 0;            // taken since the last timestamps_ms()
     bool recording_ = false;                   // cmd_ is open
     bool concurrent_next_ = false;             // concurrent_next() was called
     uint32_t commands_ = 0;                    // commands recorded in the open batch
