@@ -25,11 +25,10 @@
 // shared memory, past L1; no registers held while in flight) and their scales in a ring of registers. The
 // kernel is a dependent launch (dependent_launch.cuh): its blocks take the SMs that the launch before it
 // leaves in its tail and issue their first stages before waiting for that launch's output (x), then lay x
-// out. (A MoE layer, int4 / mxfp4 / fp8: 62 / 53 / 79% of copy bandwidth as ordinary launches, 70 / 59 / 84%
-// so.) A block's warps split rows into groups of 16 RT and each group's SBs into `parts` interleaved ranges;
-// partial sums meet in shared memory and are added in part order (deterministic). One-tile warps of up to 4
-// tokens (small launches: a single matrix) get a ring twice as deep and fewer parts, so that the grid is one
-// wave whose warps issue most of their loads at once.
+// out (docs/benchmarks.md: what that gains). A block's warps split rows into groups of 16 RT and each group's
+// SBs into `parts` interleaved ranges; partial sums meet in shared memory and are added in part order
+// (deterministic). One-tile warps of up to 4 tokens (small launches: a single matrix) get a ring twice as
+// deep and fewer parts, so that the grid is one wave whose warps issue most of their loads at once.
 //
 // int8 stays on the FMA kernel (gemv.cu): its decode is light, and there this kernel measured slower.
 #include <cuda_fp16.h>
