@@ -10,9 +10,10 @@
 //     its two rows and uses the decoded f16 pairs as its A-fragment slots as they come. A dot product does
 //     not care about the order of k inside an mma, as long as B uses the same order, and this order depends
 //     only on q and the slot, never on the row.
-//   B (x): x = hi + lo, both f16, after scaling x by the power of two that puts its largest |x| in [2^14,
-//     2^15): exact to ~2^-22 relative, no overflow, no subnormal loss. Each block lays x out once in shared
-//     memory in the A order (x_table_build: each thread loads whole chunks of x at once and writes their
+//   B (x): x = hi + lo, both f16, after scaling each SB's x by the power of two that puts its largest |x| in
+//     [2^14, 2^15): exact to ~2^-22 relative to that SB's largest |x|, no overflow, no subnormal loss. The
+//     inverse scale joins the weights' scale of the SB, in f32. Each block lays x out once in shared memory
+//     in the A order (x_table_build: one pass, each thread loads whole chunks of x at once and writes their
 //     entries), so that a lane gets its B fragment with one 8-byte load, shared by the warp's RT tiles.
 //   Columns n of the mma: n = 2 (token_local G + group) + part (hi, lo). The G scale groups of an SB (int4:
 //     2 of 64, mxfp4: 4 blocks of 32; fp8: 1) go to separate columns, so one mma spans the SB and each
@@ -20,13 +21,14 @@
 //     whose column is not in use read zeros from a zero region.
 //   C is zeroed every SB and added to f32 sums with round-to-nearest: the tensor core's truncating
 //     accumulation never runs over more than one SB.
-// Loads: each warp keeps kStages - 1 SBs of codes in flight with cp.async (global -> its own ring in shared
-// memory, past L1; no registers held while in flight) and their scales in a ring of registers. The kernel is
-// a dependent launch (dependent_launch.cuh): its blocks take the SMs that the launch before it leaves in its
-// tail and issue their first stages before waiting for that launch's output (x), then lay x out. (A MoE
-// layer, int4 / mxfp4 / fp8: 62 / 53 / 79% of copy bandwidth as ordinary launches, 70 / 59 / 84% so.)
-// A block's warps split rows into groups of 16 RT and each group's SBs into `parts` interleaved ranges;
-// partial sums meet in shared memory and are added in part order (deterministic).
+// Loads: each warp keeps stages<NT, RT>() - 1 SBs of codes in flight with cp.async (global -> its own ring in
+// shared memory, past L1; no registers held while in flight) and their scales in a ring of registers. The
+// kernel is a dependent launch (dependent_launch.cuh): its blocks take the SMs that the launch before it
+// leaves in its tail and issue their first stages before waiting for that launch's output (x), then lay x
+// out (docs/benchmarks.md: what that gains). A block's warps split rows into groups of 16 RT and each group's
+// SBs into `parts` interleaved ranges; partial sums meet in shared memory and are added in part order
+// (deterministic). One-tile warps of up to 4 tokens (small launches: a single matrix) get a ring twice as
+// deep and fewer parts, so that the grid is one wave whose warps issue most of their loads at once.
 //
 // int8 stays on the FMA kernel (gemv.cu): its decode is light, and there this kernel measured slower.
 #include <cuda_fp16.h>
@@ -54,14 +56,28 @@ constexpr int kSlotsPerMma = 4;                  // weights of one row a lane ho
 constexpr int kXParts = 2;                       // x = hi + lo
 constexpr int kEntryBytes = kXParts * kSlotsPerMma * 2;  // one lane position's B of one mma: 4 hi, 4 lo f16
 constexpr int kPartBytes = kSlotsPerMma * 2;             // the hi (or lo) half of an entry
-constexpr int kXTop = 14;             // x is scaled so that its largest |x| lies in [2^kXTop, 2^(kXTop+1))
-constexpr int kBankHalf = 64;         // table offset from the zero region: their reads use disjoint banks
-constexpr int kStages = 4;            // ring stages of a warp, kStages - 1 in flight: HBM wants >32 KB per SM
-constexpr int kTwoTileMaxTokens = 2;  // more tokens' sums leave no registers for a second tile per warp
-constexpr int kMaxJobs = 64;          // jobs per launch: they travel as kernel parameters, by value
+constexpr int kXTop = 14;                // x is scaled so that its largest |x| lies in [2^kXTop, 2^(kXTop+1))
+constexpr int kBankHalf = 64;            // table offset from the zero region: their reads use disjoint banks
+constexpr int kTwoTileMaxTokens = 2;     // more tokens' sums leave no registers for a second tile per warp
+constexpr int kMaxJobs = 64;             // jobs per launch: they travel as kernel parameters, by value
 constexpr size_t kSmemMax = 112 * 1024;  // dynamic shared memory per block: two blocks fit an SM's 227 KB
 constexpr int kF32ExpBias = 127;
 constexpr int kF32ExpMax = 0xff;
+
+constexpr int kDeepRingMaxTokens = 4;  // more tokens' sums leave no registers for a deep ring
+
+// Whether warps of RT tiles for NT tokens get the deep ring.
+template <int NT, int RT>
+__host__ __device__ constexpr bool deep_ring() {
+    return RT == 1 && NT <= kDeepRingMaxTokens;
+}
+
+// Ring stages of a warp, stages - 1 in flight: HBM wants >32 KB per SM. One-tile warps get twice the stages
+// in the same bytes (and the same registers for the scale ring) where registers allow.
+template <int NT, int RT>
+__host__ __device__ constexpr int stages() {
+    return deep_ring<NT, RT>() ? 8 : 4;
+}
 
 // The geometry of one format's superblock.
 template <Format F>
@@ -93,26 +109,27 @@ struct MmaBatch {
 };
 
 // Bytes of one warp's code ring: [stage][tile][row half][lane] 16-byte chunks.
-__host__ __device__ constexpr int ring_bytes(int rt) {
-    return kStages * rt * 2 * kWarp * kChunkBytes;
+template <int NT, int RT>
+__host__ __device__ constexpr int ring_bytes() {
+    return stages<NT, RT>() * RT * 2 * kWarp * kChunkBytes;
 }
 
 // Shared memory of one block, in bytes from the dynamic base: the warps' code rings, the zero region, the x
-// tables (one per token), the partial sums of every warp, the per-warp maxima and each token's inverse x
-// scale.
+// tables (one per token), the partial sums of every warp and the inverse x scales ([token][SB] floats).
 template <Format F, int NT, int RT>
 struct SmemLayout {
+    int64_t sbs;          // SBs of a row
     int64_t table_bytes;  // per token
-    int64_t ring = 0, zero, table, sums, maxima, inv_scale, total;
+    int64_t ring = 0, zero, table, sums, inv_scale, total;
     __host__ __device__ explicit SmemLayout(int64_t cols) {
-        const int64_t chunks = cols / Sb<F>::kChunkElems, sbs = (chunks + kQuad - 1) / kQuad;
+        const int64_t chunks = cols / Sb<F>::kChunkElems;
+        sbs = (chunks + kQuad - 1) / kQuad;
         table_bytes = sbs * Sb<F>::kTableBytes;
-        zero = ring + static_cast<int64_t>(kMmaWarps) * ring_bytes(RT);
+        zero = ring + static_cast<int64_t>(kMmaWarps) * ring_bytes<NT, RT>();
         table = zero + Sb<F>::kTableBytes + kBankHalf;
         sums = table + NT * table_bytes;
-        maxima = sums + static_cast<int64_t>(kMmaWarps) * NT * kTileRows * RT * sizeof(float);
-        inv_scale = maxima + static_cast<int64_t>(kMmaWarps) * NT * sizeof(float);
-        total = inv_scale + NT * sizeof(float);
+        inv_scale = sums + static_cast<int64_t>(kMmaWarps) * NT * kTileRows * RT * sizeof(float);
+        total = inv_scale + NT * sbs * static_cast<int64_t>(sizeof(float));
     }
 };
 
@@ -120,8 +137,9 @@ __device__ __forceinline__ uint32_t word_of(const uint4& c, int i) {
     return i == 0 ? c.x : i == 1 ? c.y : i == 2 ? c.z : c.w;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+// The largest v of the lane's quad (the lanes that hold one SB's chunks).
+__device__ __forceinline__ float quad_max(float v) {
+    for (int o = kQuad / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
     return v;
 }
 
@@ -143,62 +161,52 @@ __device__ __forceinline__ int x_scale_exp(float max_abs) {
 }
 
 // Lays the x of n <= NT tokens out as B operands: for each token, SB, mma i and quad position q one 16-byte
-// entry (4 hi f16, then 4 lo f16, of the columns slot_col(i, 0..3) of chunk q); columns past the row are
-// zeros. Also zeroes the zero region and writes each token's inverse scale. Every thread calls it; it
-// synchronizes the block before returning.
+// entry (4 hi f16, then 4 lo f16, of the columns slot_col(i, 0..3) of chunk q, scaled by the SB's power of
+// two); columns past the row are zeros. Also zeroes the zero region and writes each token's inverse SB
+// scales. Every thread calls it; it synchronizes the block before returning.
 template <Format F, int NT, int RT>
 __device__ void x_table_build(const float* __restrict__ x, int n, int64_t cols,
                               const SmemLayout<F, NT, RT>& l, uint8_t* smem) {
     using S = Sb<F>;
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    float* maxima = reinterpret_cast<float*>(smem + l.maxima);
-    float m[NT];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-        m[t] = 0.0f;
-        if (t < n)
-            for (int64_t c = threadIdx.x * 4; c < cols; c += kMmaThreads * 4) {  // cols: whole chunks, 16n
-                const float4 v = __ldg(reinterpret_cast<const float4*>(x + t * cols + c));
-                m[t] = fmaxf(m[t], fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-            }
-        m[t] = warp_max(m[t]);
-        if (lane == 0) maxima[warp * NT + t] = m[t];
-    }
     uint4* zero = reinterpret_cast<uint4*>(smem + l.zero);
     for (int i = threadIdx.x; i < S::kTableBytes / kChunkBytes; i += kMmaThreads)
         zero[i] = make_uint4(0, 0, 0, 0);
-    __syncthreads();
 
     // Each thread lays out whole chunks: the chunk's x in registers (one round of loads), then its kMmas
-    // entries; chunks past the row (a partial last SB) are zeros.
+    // entries; chunks past the row (a partial last SB) are zeros. The 4 chunks of an SB are one quad's (the
+    // block's threads are a multiple of kQuad), which finds the SB's scale; every lane runs every round, for
+    // the shuffles.
     constexpr int kVecs = S::kChunkElems / 4;  // float4s of x per chunk
-    const int64_t chunks = cols / S::kChunkElems, table_chunks = l.table_bytes / S::kTableBytes * kQuad;
+    const int64_t chunks = cols / S::kChunkElems, table_chunks = l.sbs * kQuad;
+    float* inv_scale = reinterpret_cast<float*>(smem + l.inv_scale);
     for (int t = 0; t < n; ++t) {
-        float max_abs = 0.0f;
-        for (int w = 0; w < kMmaWarps; ++w) max_abs = fmaxf(max_abs, maxima[w * NT + t]);
-        const int k = x_scale_exp(max_abs);
-        const float scale = scalbnf(1.0f, k);
-        if (threadIdx.x == 0) reinterpret_cast<float*>(smem + l.inv_scale)[t] = scalbnf(1.0f, -k);
         const float4* xt = reinterpret_cast<const float4*>(x + t * cols);
         uint4* table = reinterpret_cast<uint4*>(smem + l.table + t * l.table_bytes);
-        for (int64_t ch = threadIdx.x; ch < table_chunks; ch += kMmaThreads) {
+        for (int64_t first = 0; first < table_chunks; first += kMmaThreads) {
+            const int64_t ch = first + threadIdx.x;
             float v[S::kChunkElems];
+            float max_abs = 0.0f;
 #pragma unroll
             for (int j = 0; j < kVecs; ++j) {
                 const float4 f = ch < chunks ? __ldg(xt + ch * kVecs + j) : make_float4(0, 0, 0, 0);
-                v[4 * j] = f.x * scale;
-                v[4 * j + 1] = f.y * scale;
-                v[4 * j + 2] = f.z * scale;
-                v[4 * j + 3] = f.w * scale;
+                v[4 * j] = f.x;
+                v[4 * j + 1] = f.y;
+                v[4 * j + 2] = f.z;
+                v[4 * j + 3] = f.w;
+                max_abs = fmaxf(max_abs, fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w))));
             }
+            const int k = x_scale_exp(quad_max(max_abs));
+            if (ch >= table_chunks) continue;
+            const float scale = scalbnf(1.0f, k);
             const int64_t sb = ch / kQuad;
             const int q = static_cast<int>(ch % kQuad);
+            if (q == 0) inv_scale[t * l.sbs + sb] = scalbnf(1.0f, -k);
 #pragma unroll
             for (int i = 0; i < S::kMmas; ++i) {
                 uint32_t hl[kSlotsPerMma];  // hi pair 0, hi pair 1, lo pair 0, lo pair 1
 #pragma unroll
                 for (int s = 0; s < kSlotsPerMma; s += 2) {
-                    const float a = v[slot_col<F>(i, s)], b = v[slot_col<F>(i, s + 1)];
+                    const float a = v[slot_col<F>(i, s)] * scale, b = v[slot_col<F>(i, s + 1)] * scale;
                     const __half2 h = __floats2half2_rn(a, b);
                     const float2 hf = __half22float2(h);
                     const __half2 lo = __floats2half2_rn(a - hf.x, b - hf.y);
@@ -268,6 +276,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     using C = PairCodec<F>;
     constexpr int TG = (NT + S::kTokensPerMma - 1) / S::kTokensPerMma;  // mmas per A fragment
     constexpr int kRowsPerWarp = kTileRows * RT;
+    constexpr int kStages = stages<NT, RT>();
     extern __shared__ __align__(16) uint8_t smem[];
 
     grid_dependents_launch();  // the next kernel's blocks may take the SMs this grid leaves
@@ -297,8 +306,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
         }
     // The lane's ring slots: stage j, tile t, row half h at ring + ((j RT + t) 2 + h) kWarp 16.
     const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem + l.ring)) +
-                          (warp * ring_bytes(RT) + lane * kChunkBytes);
-    uint8_t* const ring_ptr = smem + l.ring + warp * ring_bytes(RT) + lane * kChunkBytes;
+                          (warp * ring_bytes<NT, RT>() + lane * kChunkBytes);
+    uint8_t* const ring_ptr = smem + l.ring + warp * ring_bytes<NT, RT>() + lane * kChunkBytes;
     auto slot = [](int j, int t, int h) { return ((j * RT + t) * 2 + h) * kWarp * kChunkBytes; };
     uint32_t scales[kStages][RT][2];  // raw scales of the lane's group, per stage
     // Issues SB sb's loads into stage j and commits them as one group (an empty one past the end, so that
@@ -325,6 +334,9 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     // B: each token group's entry of this lane, or the zero region.
     const uint8_t* b_base[TG];
     int b_step[TG];
+    // The inverse x scales of the token of the lane's C columns (q / kGroups of each token group; token 0's
+    // for tokens past n, whose sums are zeros and dropped).
+    const float* x_inv[TG];
 #pragma unroll
     for (int tg = 0; tg < TG; ++tg) {
         const int pair_col = g / kXParts, part_hl = g % kXParts;
@@ -333,6 +345,9 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
         const int64_t lane_off = q * kEntryBytes + part_hl * kPartBytes;
         b_base[tg] = smem + (valid ? l.table + token * l.table_bytes : l.zero) + lane_off;
         b_step[tg] = valid ? S::kTableBytes : 0;
+        const int c_token = tg * S::kTokensPerMma + q / S::kGroups;
+        x_inv[tg] =
+            reinterpret_cast<const float*>(smem + l.inv_scale) + (c_token < job.n ? c_token : 0) * l.sbs;
     }
 
     float acc[TG][RT][2];  // [token group][tile][row half]: the lane's group's sums
@@ -372,6 +387,9 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
                 }
             }
         }
+        float x_scale[TG];
+#pragma unroll
+        for (int tg = 0; tg < TG; ++tg) x_scale[tg] = x_inv[tg][sb];
 #pragma unroll
         for (int t = 0; t < RT; ++t)
 #pragma unroll
@@ -379,7 +397,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
                 const float scale = scale_value<F>(raw_scales[t][h]);
 #pragma unroll
                 for (int tg = 0; tg < TG; ++tg)
-                    acc[tg][t][h] = fmaf(scale, c[tg][t][2 * h] + c[tg][t][2 * h + 1], acc[tg][t][h]);
+                    acc[tg][t][h] =
+                        fmaf(scale * x_scale[tg], c[tg][t][2 * h] + c[tg][t][2 * h + 1], acc[tg][t][h]);
             }
     };
 
@@ -423,14 +442,13 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
             }
     __syncthreads();
 
-    const float* inv_scale = reinterpret_cast<const float*>(smem + l.inv_scale);
     for (int o = threadIdx.x; o < row_groups * NT * kRowsPerWarp; o += kMmaThreads) {
         const int rl = o % kRowsPerWarp, token = o / kRowsPerWarp % NT, rg = o / (kRowsPerWarp * NT);
         const int64_t row = block_r0 + static_cast<int64_t>(rg) * kRowsPerWarp + rl;
         if (row >= w.rows || token >= job.n) continue;
         float sum = sums[(rg * NT + token) * kRowsPerWarp + rl];
         for (int p = 1; p < parts; ++p) sum += sums[((p * row_groups + rg) * NT + token) * kRowsPerWarp + rl];
-        job.y[token * w.rows + row] = sum * (C::kPreScale * inv_scale[token]);
+        job.y[token * w.rows + row] = sum * C::kPreScale;
     }
 }
 
@@ -492,16 +510,21 @@ void mma_launch(const MmaBatch& b, int64_t max_rows, int parts, int64_t max_cols
 }
 
 // Rows per warp and the warps that split each row group's SBs: two tiles per warp where they fit and still
-// give every resident warp slot a warp; parts until it does (while each part keeps two SBs).
+// give every resident warp slot a warp; parts until it does (while each part keeps two SBs). Warps with deep
+// rings (deep_ring_fits: for one tile) take parts only while the grid stays one wave: a second wave's blocks
+// would start their loads only as the first wave's leave.
 template <Format F>
-void mma_plan(int64_t rows, int64_t cols, int jobs, bool two_tiles_fit, int& rt, int& parts) {
+void mma_plan(int64_t rows, int64_t cols, int jobs, bool two_tiles_fit, bool deep_ring_fits, int& rt,
+              int& parts) {
     const int64_t resident = static_cast<int64_t>(sm_count()) * kMmaMinBlocks * kMmaWarps;
     const int64_t sbs = (cols / Sb<F>::kChunkElems + kQuad - 1) / kQuad;
     const int64_t pairs = (rows + 2 * kTileRows - 1) / (2 * kTileRows) * jobs;
     rt = two_tiles_fit && pairs * kMmaWarps >= resident ? 2 : 1;
     const int64_t warps = (rows + kTileRows * rt - 1) / (kTileRows * rt) * jobs;
+    const int64_t limit =
+        rt == 1 && deep_ring_fits ? resident / 2 + 1 : resident;  // warps * parts stays below
     parts = 1;
-    while (parts < kMmaWarps && warps * parts < resident && sbs >= 2LL * parts * 2) parts *= 2;
+    while (parts < kMmaWarps && warps * parts < limit && sbs >= 2LL * parts * 2) parts *= 2;
 }
 
 }  // namespace
@@ -539,7 +562,7 @@ void gemv_mma(const GemvJob* jobs, int count, cudaStream_t s) {
                 const bool two_tiles_fit = NT <= kTwoTileMaxTokens && SmemLayout<F, NT, 2>(max_cols).total <=
                                                                           static_cast<int64_t>(kSmemMax);
                 int rt = 1, parts = 1;
-                mma_plan<F>(max_rows, max_cols, batch.count, two_tiles_fit, rt, parts);
+                mma_plan<F>(max_rows, max_cols, batch.count, two_tiles_fit, deep_ring<NT, 1>(), rt, parts);
                 if constexpr (NT <= kTwoTileMaxTokens)
                     if (rt == 2) return mma_launch<F, NT, 2>(batch, max_rows, parts, max_cols, s);
                 mma_launch<F, NT, 1>(batch, max_rows, parts, max_cols, s);
