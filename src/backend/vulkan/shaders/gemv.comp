@@ -22,7 +22,7 @@ const uint kThreads = 128u;               // = gemv.cpp's kGemvThreads
 const uint kLanes = 32u;                  // lanes per team
 const uint kTeams = kThreads / kLanes;    // teams per workgroup
 const uint kMaxTokens = 8u;               // = kVulkanGemvMaxTokens
-const uint kMaxSlots = 4u;                // rows a team holds: kRows * kMats at most
+const uint kMaxSlots = 8u;                // rows a team holds: kRows * kMats at most
 const uint kMaxJobs = 16u;                // = gemv.h's kGemvMaxJobs
 layout(constant_id = 0) const uint kFormat = 0u;
 layout(constant_id = 1) const uint kTokens = 1u;  // 1 .. kMaxTokens: the most tokens of any job
@@ -88,27 +88,28 @@ float chunk_scale(uint slot, uint r, uint c) {
 float acc[kMaxAcc];                          // this lane's sums, then the team's
 float part[kMaxAcc];                         // the current chunk's
 uint xbase[kMaxTokens];                      // vec4 index of each token's x row
-float vals[kMaxSlots][kMaxGroupElems];       // the current group of each row slot, decoded
+const uint kGroupVecs = kMaxGroupElems / 4u;  // vec4s of x per group, at most
+vec4 xv[kMaxTokens * kGroupVecs];            // the current group's x: [token][vec4]
+float vals[kMaxGroupElems];                  // the current group of one row slot, decoded
 
-// part[r][j] += dot(group vec4 p of row slot r, xv) for token j.
-void slot_dot(uint r, uint j, uint p, vec4 xv) {
-    if (r < kRowSlots)
-        part[r * kMaxTokens + j] +=
-            dot(vec4(vals[r][4u * p], vals[r][4u * p + 1u], vals[r][4u * p + 2u], vals[r][4u * p + 3u]), xv);
-}
-
-// Group g of chunk c (codes q) of the team's rows times x, into part.
+// Group g of chunk c (codes q) of the team's rows times x, into part. x is loaded once for every row slot;
+// each slot's group is decoded right before its products, so few decoded values are live at once. Each x
+// vec4 serves kRowSlots rows: the lanes' x loads touch many cache lines per instruction (every lane reads its
+// own chunk's columns), and in the 4-bit formats more rows per load is faster (gemv.cpp's team_rows).
 void group_add(uvec4 q[kMaxSlots], uint c, uint g) {
     if (g >= kGroups) return;
-    FOR_SLOTS(r) group_decode(q[r], g, vals[r]);
-    [[unroll]] for (uint i = 0u; i < kMaxTokens * (kMaxGroupElems / 4u); ++i) {
-        const uint j = i / (kMaxGroupElems / 4u), p = i % (kMaxGroupElems / 4u);  // token, vec4 of the group
-        if (j < kTokens && p < kGroupElems / 4u) {
-            const vec4 xv = x4[xbase[j] + c * (kChunkElems / 4u) + g * (kGroupElems / 4u) + p];
-            slot_dot(0u, j, p, xv);
-            slot_dot(1u, j, p, xv);
-            slot_dot(2u, j, p, xv);
-            slot_dot(3u, j, p, xv);
+    [[unroll]] for (uint i = 0u; i < kMaxTokens * kGroupVecs; ++i) {
+        const uint j = i / kGroupVecs, p = i % kGroupVecs;  // token, vec4 of the group
+        if (j < kTokens && p < kGroupElems / 4u)
+            xv[i] = x4[xbase[j] + c * (kChunkElems / 4u) + g * (kGroupElems / 4u) + p];
+    }
+    [[unroll]] for (uint a = 0u; a < kMaxSlots * kMaxTokens * kGroupVecs; ++a) {
+        const uint r = a / (kMaxTokens * kGroupVecs), i = a % (kMaxTokens * kGroupVecs);
+        const uint j = i / kGroupVecs, p = i % kGroupVecs;
+        if (r < kRowSlots && j < kTokens && p < kGroupElems / 4u) {
+            if (i == 0u) group_decode(q[r], g, vals);
+            part[r * kMaxTokens + j] +=
+                dot(vec4(vals[4u * p], vals[4u * p + 1u], vals[4u * p + 2u], vals[4u * p + 3u]), xv[i]);
         }
     }
 }
