@@ -60,6 +60,7 @@ namespace coli::vk {
     X(vkCmdDispatch)                            \
     X(vkCmdCopyBuffer)                          \
     X(vkCmdFillBuffer)                          \
+    X(vkCmdUpdateBuffer)                        \
     X(vkCmdPipelineBarrier)                     \
     X(vkQueueSubmit)                            \
     X(vkCreateFence)                            \

@@ -12,6 +12,7 @@ constexpr uint32_t kSetsPerPool = 512;               // descriptor sets per desc
 constexpr uint32_t kMaxBatchCommands = 2048;         // commands per submission before an automatic finish
 constexpr uint64_t kStagingChunk = 64ull << 20;      // bytes per staging copy of a large upload
 constexpr uint64_t kMaxBatchStaging = 256ull << 20;  // staging memory a batch may hold before finishing
+constexpr uint64_t kInlineUploadMax = 4096;          // bytes an upload may carry in the command buffer
 }  // namespace
 
 Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
@@ -160,6 +161,16 @@ void Stream::zero(const BufferPtr& dst) {
 }
 
 void Stream::upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
+    // Small uploads (a MoE layer's routing) travel inside the command buffer: no staging memory, and no
+    // buffer-to-buffer copy, which a GPU may run on a copy engine that its compute work then waits for.
+    if (bytes <= kInlineUploadMax && bytes % 4 == 0 && dst_offset % 4 == 0) {
+        if (bytes == 0) return;
+        record_begin();
+        ctx_->api.vkCmdUpdateBuffer(cmd_, dst->buffer, dst_offset, bytes, src);
+        held_.push_back(dst);
+        ++commands_;
+        return;
+    }
     for (uint64_t done = 0; done < bytes;) {
         const uint64_t part = std::min(bytes - done, kStagingChunk);
         BufferPtr staging = buffer_new(ctx_, part, Memory::staging);

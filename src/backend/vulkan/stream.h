@@ -39,7 +39,8 @@ public:
               uint64_t bytes);
     // Zero-fills the whole buffer.
     void zero(const BufferPtr& dst);
-    // dst[dst_offset, + bytes) = host bytes, through staging memory (src may go away after the call).
+    // dst[dst_offset, + bytes) = host bytes, through staging memory, or inside the command buffer when few
+    // (src may go away after the call).
     void upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, uint64_t bytes);
     // host dst = src[src_offset, + bytes), after every command before it (waits).
     void download(const BufferPtr& src, uint64_t src_offset, void* dst, uint64_t bytes);
