@@ -292,10 +292,10 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// Whole: every row is whole SBs and the scales are aligned for cp_async_small; then the codes' addresses need
-// no clamps, and a lane loads the scales of an SB of one row (or half a row) into the scale ring, from which
-// the lanes read their groups' scales. Otherwise each lane loads its groups' scales into registers, and both
-// are clamped at the row's end.
+// Whole: every row is whole SBs and the scales are aligned for cp_async_small; then a lane loads the codes
+// and scales of whole SBs of one row (or half a row) into the rings, with one address per SB and no clamps,
+// and the lanes read what the mma needs from the rings. Otherwise each lane loads its own chunks and scales,
+// clamped at the row's end.
 template <Format F, int NT, int RT, bool Whole>
 __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     gemv_mma_kernel(MmaBatch batch, int parts, PairConsts k) {
@@ -304,9 +304,11 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     constexpr int TG = (NT + S::kTokensPerMma - 1) / S::kTokensPerMma;  // mmas per A fragment
     constexpr int kRowsPerWarp = kTileRows * RT;
     constexpr int kStages = stages<NT, RT>();
+    constexpr int kStageBytes = ring_bytes<NT, RT>() / kStages;
     constexpr int kScaleStageBytes = scale_ring_bytes<F, NT, RT>() / kStages;
-    // Whole SBs: the lanes that load one row's scales, and the scale bytes of each.
+    // Whole SBs: the lanes that load one row, its chunks and scale bytes per lane.
     constexpr int kLanesPerRow = kWarp / kRowsPerWarp;
+    constexpr int kChunksPerLane = kQuad / kLanesPerRow;
     constexpr int kScaleLaneBytes = S::kScaleBytes / kLanesPerRow >= 4 ? S::kScaleBytes / kLanesPerRow : 4;
     extern __shared__ __align__(16) uint8_t smem[];
 
@@ -342,12 +344,17 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     auto slot = [](int j, int t, int h) { return ((j * RT + t) * 2 + h) * kWarp * kChunkBytes; };
     uint32_t scales[kStages][RT][2];  // raw scales of the lane's group, per stage (not Whole)
 
-    // Whole: the lane loads share `share` of row load_r's scale bytes of each SB to the scale ring.
+    // Whole: the lane loads row load_row's chunks share * kChunksPerLane.. of each SB to its ring position
+    // (the slots the mma lanes read: lane * kChunksPerLane chunks in), and the share's scale bytes.
     const int share = lane % kLanesPerRow, load_r = lane / kLanesPerRow;
+    const int64_t load_row = min(r0 + load_r, w.rows - 1);
+    const uint8_t* const load_codes =
+        static_cast<const uint8_t*>(w.data) + (load_row * chunks + share * kChunksPerLane) * kChunkBytes;
     const uint8_t* const load_scales =
-        static_cast<const uint8_t*>(scale_row_of<F>(w, min(r0 + load_r, w.rows - 1))) +
-        share * kScaleLaneBytes;
+        static_cast<const uint8_t*>(scale_row_of<F>(w, load_row)) + share * kScaleLaneBytes;
     const bool loads_scales = share * kScaleLaneBytes < S::kScaleBytes;
+    const uint32_t load_ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem + l.ring)) +
+                               (warp * ring_bytes<NT, RT>() + lane * kChunksPerLane * kChunkBytes);
     const uint32_t scale_ring =
         static_cast<uint32_t>(__cvta_generic_to_shared(smem + l.scale_ring)) +
         (warp * scale_ring_bytes<F, NT, RT>() + load_r * S::kScaleBytes + share * kScaleLaneBytes);
@@ -360,11 +367,10 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     auto issue = [&](int sb, int j) {
         if (active && sb < sbs) {
             if constexpr (Whole) {
-                const int chunk = sb * kQuad + q;
+                const uint8_t* src = load_codes + sb * kQuad * kChunkBytes;
 #pragma unroll
-                for (int t = 0; t < RT; ++t)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) cp_async_16(ring + slot(j, t, h), rows[t][h] + chunk);
+                for (int c = 0; c < kChunksPerLane; ++c)
+                    cp_async_16(load_ring + j * kStageBytes + c * kChunkBytes, src + c * kChunkBytes);
                 if (loads_scales)
                     cp_async_small<kScaleLaneBytes>(scale_ring + j * kScaleStageBytes,
                                                     load_scales + scale_sb_offset<F>(sb));
@@ -467,8 +473,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
                 const int sb = base + j * parts;
                 if (sb >= sbs) break;
                 cp_async_wait<kStages - 2>();
-                if constexpr (Whole)
-                    __syncwarp();  // other lanes' scale loads; and reads of the stage refilled next
+                if constexpr (Whole) __syncwarp();  // other lanes' loads: this stage's, and reads of the next
                 uint4 codes[RT][2];
                 uint32_t raw_scales[RT][2];
 #pragma unroll
