@@ -92,8 +92,6 @@ struct Sb {
                                                          : 1;
     static constexpr int kTokensPerMma = kMmaCols / (kXParts * kGroups);
     static constexpr int kTableBytes = kCols * kXParts * 2;  // B of one SB for one token
-    // Scale bytes of one row and SB where SBs are whole (fp8: the one scale of its 128-column block).
-    static constexpr int kScaleBytes = F == Format::mxfp4 ? kGroups : 4 * kGroups;
 };
 
 // Column (within its chunk) of the weight in slot e (0..3) of mma i of a lane: slots 0, 1 are the halves of
@@ -116,26 +114,18 @@ __host__ __device__ constexpr int ring_bytes() {
     return stages<NT, RT>() * RT * 2 * kWarp * kChunkBytes;
 }
 
-// Bytes of one warp's scale ring (whole SBs only): [stage][row of the warp] kScaleBytes each.
-template <Format F, int NT, int RT>
-__host__ __device__ constexpr int scale_ring_bytes() {
-    return stages<NT, RT>() * RT * kTileRows * Sb<F>::kScaleBytes;
-}
-
-// Shared memory of one block, in bytes from the dynamic base: the warps' code rings, their scale rings, the
-// zero region, the x tables (one per token), the partial sums of every warp and the inverse x scales
-// ([token][SB] floats).
+// Shared memory of one block, in bytes from the dynamic base: the warps' code rings, the zero region, the x
+// tables (one per token), the partial sums of every warp and the inverse x scales ([token][SB] floats).
 template <Format F, int NT, int RT>
 struct SmemLayout {
     int64_t sbs;          // SBs of a row
     int64_t table_bytes;  // per token
-    int64_t ring = 0, scale_ring, zero, table, sums, inv_scale, total;
+    int64_t ring = 0, zero, table, sums, inv_scale, total;
     __host__ __device__ explicit SmemLayout(int64_t cols) {
         const int64_t chunks = cols / Sb<F>::kChunkElems;
         sbs = (chunks + kQuad - 1) / kQuad;
         table_bytes = sbs * Sb<F>::kTableBytes;
-        scale_ring = ring + static_cast<int64_t>(kMmaWarps) * ring_bytes<NT, RT>();
-        zero = scale_ring + static_cast<int64_t>(kMmaWarps) * scale_ring_bytes<F, NT, RT>();
+        zero = ring + static_cast<int64_t>(kMmaWarps) * ring_bytes<NT, RT>();
         table = zero + Sb<F>::kTableBytes + kBankHalf;
         sums = table + NT * table_bytes;
         inv_scale = sums + static_cast<int64_t>(kMmaWarps) * NT * kTileRows * RT * sizeof(float);
@@ -260,14 +250,6 @@ __device__ __forceinline__ uint32_t scale_bits(const void* row, int sb, int q, i
     }
 }
 
-// Byte offset of SB sb's scales from the row's scale_row_of, where SBs are whole.
-template <Format F>
-__device__ __forceinline__ int scale_sb_offset(int sb) {
-    using S = Sb<F>;
-    if constexpr (F == Format::fp8_e4m3_block) return sb * S::kCols / kFp8Block * S::kScaleBytes;
-    return sb * S::kScaleBytes;
-}
-
 template <Format F>
 __device__ __forceinline__ float scale_value(uint32_t bits) {
     if constexpr (F == Format::mxfp4) return e8m0_value(bits);
@@ -278,11 +260,6 @@ __device__ __forceinline__ float scale_value(uint32_t bits) {
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
-// 4 or 8 bytes global -> shared, asynchronously (the scales of an SB).
-template <int Bytes>
-__device__ __forceinline__ void cp_async_small(uint32_t dst, const void* src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src), "n"(Bytes) : "memory");
-}
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
@@ -292,11 +269,7 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// Whole: every row is whole SBs and the scales are aligned for cp_async_small; then a lane loads the codes
-// and scales of whole SBs of one row (or half a row) into the rings, with one address per SB and no clamps,
-// and the lanes read what the mma needs from the rings. Otherwise each lane loads its own chunks and scales,
-// clamped at the row's end.
-template <Format F, int NT, int RT, bool Whole>
+template <Format F, int NT, int RT>
 __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     gemv_mma_kernel(MmaBatch batch, int parts, PairConsts k) {
     using S = Sb<F>;
@@ -304,12 +277,6 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     constexpr int TG = (NT + S::kTokensPerMma - 1) / S::kTokensPerMma;  // mmas per A fragment
     constexpr int kRowsPerWarp = kTileRows * RT;
     constexpr int kStages = stages<NT, RT>();
-    constexpr int kStageBytes = ring_bytes<NT, RT>() / kStages;
-    constexpr int kScaleStageBytes = scale_ring_bytes<F, NT, RT>() / kStages;
-    // Whole SBs: the lanes that load one row, its chunks and scale bytes per lane.
-    constexpr int kLanesPerRow = kWarp / kRowsPerWarp;
-    constexpr int kChunksPerLane = kQuad / kLanesPerRow;
-    constexpr int kScaleLaneBytes = S::kScaleBytes / kLanesPerRow >= 4 ? S::kScaleBytes / kLanesPerRow : 4;
     extern __shared__ __align__(16) uint8_t smem[];
 
     grid_dependents_launch();  // the next kernel's blocks may take the SMs this grid leaves
@@ -342,48 +309,19 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
                           (warp * ring_bytes<NT, RT>() + lane * kChunkBytes);
     uint8_t* const ring_ptr = smem + l.ring + warp * ring_bytes<NT, RT>() + lane * kChunkBytes;
     auto slot = [](int j, int t, int h) { return ((j * RT + t) * 2 + h) * kWarp * kChunkBytes; };
-    uint32_t scales[kStages][RT][2];  // raw scales of the lane's group, per stage (not Whole)
-
-    // Whole: the lane loads row load_row's chunks share * kChunksPerLane.. of each SB to its ring position
-    // (the slots the mma lanes read: lane * kChunksPerLane chunks in), and the share's scale bytes.
-    const int share = lane % kLanesPerRow, load_r = lane / kLanesPerRow;
-    const int64_t load_row = min(r0 + load_r, w.rows - 1);
-    const uint8_t* const load_codes =
-        static_cast<const uint8_t*>(w.data) + (load_row * chunks + share * kChunksPerLane) * kChunkBytes;
-    const uint8_t* const load_scales =
-        static_cast<const uint8_t*>(scale_row_of<F>(w, load_row)) + share * kScaleLaneBytes;
-    const bool loads_scales = share * kScaleLaneBytes < S::kScaleBytes;
-    const uint32_t load_ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem + l.ring)) +
-                               (warp * ring_bytes<NT, RT>() + lane * kChunksPerLane * kChunkBytes);
-    const uint32_t scale_ring =
-        static_cast<uint32_t>(__cvta_generic_to_shared(smem + l.scale_ring)) +
-        (warp * scale_ring_bytes<F, NT, RT>() + load_r * S::kScaleBytes + share * kScaleLaneBytes);
-    // The mma lane's scale of its group for row g of the warp in the scale ring (add the stage and row).
-    const uint8_t* const scale_ptr = smem + l.scale_ring + warp * scale_ring_bytes<F, NT, RT>() +
-                                     g * S::kScaleBytes + (F == Format::mxfp4 ? q : 4 * (q % S::kGroups));
-
+    uint32_t scales[kStages][RT][2];  // raw scales of the lane's group, per stage
     // Issues SB sb's loads into stage j and commits them as one group (an empty one past the end, so that
     // every stage is one group).
     auto issue = [&](int sb, int j) {
         if (active && sb < sbs) {
-            if constexpr (Whole) {
-                const uint8_t* src = load_codes + sb * kQuad * kChunkBytes;
+            const int chunk = min(sb * kQuad + q, chunks - 1);  // past the row: zeros of x meet it
 #pragma unroll
-                for (int c = 0; c < kChunksPerLane; ++c)
-                    cp_async_16(load_ring + j * kStageBytes + c * kChunkBytes, src + c * kChunkBytes);
-                if (loads_scales)
-                    cp_async_small<kScaleLaneBytes>(scale_ring + j * kScaleStageBytes,
-                                                    load_scales + scale_sb_offset<F>(sb));
-            } else {
-                const int chunk = min(sb * kQuad + q, chunks - 1);  // past the row: zeros of x meet it
+            for (int t = 0; t < RT; ++t)
 #pragma unroll
-                for (int t = 0; t < RT; ++t)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        cp_async_16(ring + slot(j, t, h), rows[t][h] + chunk);
-                        scales[j][t][h] = scale_bits<F>(scale_rows[t][h], sb, q, groups);
-                    }
-            }
+                for (int h = 0; h < 2; ++h) {
+                    cp_async_16(ring + slot(j, t, h), rows[t][h] + chunk);
+                    scales[j][t][h] = scale_bits<F>(scale_rows[t][h], sb, q, groups);
+                }
         }
         cp_async_commit();
     };
@@ -473,7 +411,6 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
                 const int sb = base + j * parts;
                 if (sb >= sbs) break;
                 cp_async_wait<kStages - 2>();
-                if constexpr (Whole) __syncwarp();  // other lanes' loads: this stage's, and reads of the next
                 uint4 codes[RT][2];
                 uint32_t raw_scales[RT][2];
 #pragma unroll
@@ -481,14 +418,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         codes[t][h] = *reinterpret_cast<const uint4*>(ring_ptr + slot(j, t, h));
-                        if constexpr (Whole) {
-                            const uint8_t* sp = scale_ptr + j * kScaleStageBytes +
-                                                (t * kTileRows + h * kHalfRows) * S::kScaleBytes;
-                            raw_scales[t][h] =
-                                F == Format::mxfp4 ? *sp : *reinterpret_cast<const uint32_t*>(sp);
-                        } else {
-                            raw_scales[t][h] = scales[j][t][h];
-                        }
+                        raw_scales[t][h] = scales[j][t][h];
                     }
                 issue(sb + (kStages - 1) * parts, (j + kStages - 1) % kStages);
                 compute(sb, codes, raw_scales);
@@ -545,18 +475,6 @@ bool mma_format_dispatch(Format f, Fn&& fn) {
     }
 }
 
-// Whether every job's rows are whole SBs with scales aligned for the Whole kernel.
-template <Format F>
-bool mma_whole(const MmaBatch& b) {
-    constexpr uintptr_t kScaleAlign = 8;  // the largest cp_async_small
-    for (int i = 0; i < b.count; ++i) {
-        const DeviceWeight& w = b.jobs[i].w;
-        if (w.cols % Sb<F>::kCols != 0 || reinterpret_cast<uintptr_t>(w.scales) % kScaleAlign != 0)
-            return false;
-    }
-    return true;
-}
-
 int sm_count() {
     static const int sms = [] {
         int device = 0, count = 1;
@@ -567,18 +485,18 @@ int sm_count() {
     return sms;
 }
 
-template <Format F, int NT, int RT, bool Whole>
+template <Format F, int NT, int RT>
 void mma_launch(const MmaBatch& b, int64_t max_rows, int parts, int64_t max_cols, cudaStream_t s) {
     // The largest shared-memory carveout: two blocks per SM need ~190 KB of it.
     static const bool raised = [] {
         cuda_check(
-            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT, Whole>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemMax)),
+            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kSmemMax)),
             "gemv_mma shared memory limit");
-        cuda_check(cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT, Whole>,
-                                        cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        cudaSharedmemCarveoutMaxShared),
-                   "gemv_mma shared memory carveout");
+        cuda_check(
+            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared),
+            "gemv_mma shared memory carveout");
         return true;
     }();
     (void)raised;
@@ -586,9 +504,9 @@ void mma_launch(const MmaBatch& b, int64_t max_rows, int parts, int64_t max_cols
     const dim3 grid(static_cast<unsigned>((max_rows + rows_per_block - 1) / rows_per_block),
                     static_cast<unsigned>(b.count));
     const size_t smem = static_cast<size_t>(SmemLayout<F, NT, RT>(max_cols).total);
-    cuda_check(launch_dependent(gemv_mma_kernel<F, NT, RT, Whole>, grid, dim3(kMmaThreads), smem, s, b, parts,
-                                kPairConsts),
-               "gemv_mma launch");
+    cuda_check(
+        launch_dependent(gemv_mma_kernel<F, NT, RT>, grid, dim3(kMmaThreads), smem, s, b, parts, kPairConsts),
+        "gemv_mma launch");
 }
 
 // Rows per warp and the warps that split each row group's SBs: two tiles per warp where they fit and still
@@ -645,14 +563,9 @@ void gemv_mma(const GemvJob* jobs, int count, cudaStream_t s) {
                                                                           static_cast<int64_t>(kSmemMax);
                 int rt = 1, parts = 1;
                 mma_plan<F>(max_rows, max_cols, batch.count, two_tiles_fit, deep_ring<NT, 1>(), rt, parts);
-                auto launch = [&](auto whole) {
-                    constexpr bool Whole = decltype(whole)::value;
-                    if constexpr (NT <= kTwoTileMaxTokens)
-                        if (rt == 2) return mma_launch<F, NT, 2, Whole>(batch, max_rows, parts, max_cols, s);
-                    mma_launch<F, NT, 1, Whole>(batch, max_rows, parts, max_cols, s);
-                };
-                if (mma_whole<F>(batch)) return launch(std::true_type{});
-                launch(std::false_type{});
+                if constexpr (NT <= kTwoTileMaxTokens)
+                    if (rt == 2) return mma_launch<F, NT, 2>(batch, max_rows, parts, max_cols, s);
+                mma_launch<F, NT, 1>(batch, max_rows, parts, max_cols, s);
             });
         });
         cuda_check(cudaGetLastError(), "gemv_mma launch");
