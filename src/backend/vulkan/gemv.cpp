@@ -22,15 +22,10 @@ constexpr uint32_t kTeamRowsFewTokens = 4;         // row slots of a team for up
 constexpr uint32_t kTeamRowsFewTokens4Bit = 8;     // ... in the 4-bit formats (see team_rows)
 constexpr uint32_t kTeamRowsManyTokens = 2;        // ... and beyond (registers for the per-token sums)
 constexpr uint32_t kFewTokens = 2;
-constexpr int64_t kVec4Bytes = 16;           // gemv.comp stages x as vec4s
-constexpr int64_t kGemvShaderShared = 2048;  // gemv.comp's other shared memory: lane_sums, part_sums
-constexpr int64_t kStagedWorkgroups = 512;   // workgroups per dispatch when x is staged (each takes several
-                                             // row groups, so that the staged x serves many rows)
 
 struct GemvPush {
     uint32_t rows, cols;
     uint32_t parts;     // teams that split one row group's chunks
-    uint32_t groups;    // row groups of a workgroup's size per job
     float beta;         // SiTU: the gate's tanh bound
     float linear_beta;  // SiTU: the up projection's tanh bound
     std::array<uint32_t, vk::kGemvMaxJobs + 1> first;
@@ -41,26 +36,12 @@ int64_t row_bytes(const vk::DeviceWeight& w) {
     return static_cast<int64_t>(WeightView{w.format, 1, w.cols, nullptr, nullptr}.data_bytes());
 }
 
-// gemv.comp's kStageX: the vec4s of x staged in shared memory (one per 4 columns of each token, and a
-// padding vec4 per chunk), or 0 where x is read from global memory. Staged for the 4-bit formats, whose
-// lanes each read 32 columns of x per chunk (so that a team's x load touches 32 cache lines), where it fits
-// beside the shader's own shared memory.
-uint32_t x_stage_vecs(const vk::Context& ctx, const vk::DeviceWeight& w, uint32_t tokens) {
-    if (w.format != Format::int4_g64 && w.format != Format::mxfp4) return 0;
-    const int64_t chunks = row_bytes(w) / kChunkBytes, chunk_vecs = w.cols / chunks / 4;
-    const int64_t vecs = tokens * chunks * (chunk_vecs + 1);
-    const int64_t limit = int64_t{ctx.props.limits.maxComputeSharedMemorySize} - kGemvShaderShared;
-    return vecs * kVec4Bytes <= limit ? static_cast<uint32_t>(vecs) : 0;
-}
-
 // How a dispatch covers its jobs: each team takes `rows` rows of each matrix; `parts` teams split a row
 // group's chunks while the dispatch has fewer than kTargetTeams teams (short, wide matrices would leave most
 // of the GPU idle) and every lane keeps kMinChunksPerLane chunks.
 struct GemvPlan {
     uint32_t rows = 1, parts = 1;
-    int64_t groups = 1;       // row groups of a workgroup's size per job
-    uint32_t stage = 0;       // gemv.comp's kStageX: vec4s of x in shared memory, or 0
-    uint32_t gx = 1, gy = 1;  // workgroups dispatched per job: groups, or fewer when x is staged
+    int64_t groups = 1;  // workgroups per job
 };
 
 // Row slots of a team. Each x load serves every row slot, and in the 4-bit formats, where a lane's chunk
@@ -72,8 +53,7 @@ uint32_t team_rows(Format f, uint32_t tokens) {
     return f == Format::int4_g64 || f == Format::mxfp4 ? kTeamRowsFewTokens4Bit : kTeamRowsFewTokens;
 }
 
-GemvPlan gemv_plan(const vk::Context& ctx, const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats,
-                   size_t jobs) {
+GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, size_t jobs) {
     GemvPlan p;
     p.rows = team_rows(w.format, tokens) / mats;
     const int64_t row_groups = (w.rows + p.rows - 1) / p.rows, chunks = row_bytes(w) / kChunkBytes;
@@ -82,11 +62,6 @@ GemvPlan gemv_plan(const vk::Context& ctx, const vk::DeviceWeight& w, uint32_t t
         p.parts *= 2;
     const int64_t groups_per_workgroup = kTeams / p.parts;
     p.groups = (row_groups + groups_per_workgroup - 1) / groups_per_workgroup;
-    p.stage = x_stage_vecs(ctx, w, tokens);
-    const int64_t dispatched =
-        p.stage > 0 ? std::min<int64_t>(p.groups, std::max<int64_t>(1, kStagedWorkgroups / jobs)) : p.groups;
-    p.gx = static_cast<uint32_t>(std::min<int64_t>(dispatched, vk::kMaxGroups));
-    p.gy = static_cast<uint32_t>((dispatched + p.gx - 1) / p.gx);
     return p;
 }
 
@@ -120,11 +95,13 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
 
     // One matrix over x as it is: the plain shader, its weight in slot 0.
     if (jobs == 1 && g.mats == 1 && !g.xrows) {
-        const GemvPlan p = gemv_plan(*ctx_, w0, tokens, 1, 1);
-        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, uint32_t(p.groups), 0, 0, {0, tokens}};
+        const GemvPlan p = gemv_plan(w0, tokens, 1, 1);
+        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, 0, 0, {0, tokens}};
+        const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
+        const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
         const vk::BufferPtr codes[] = {w0.data}, scales[] = {w0.scales};
-        run_slots(sub ? "gemv_subgroup" : "gemv_shared", {format, tokens, p.rows, 1, glu, p.stage},
-                  {g.x, g.y}, vk::WeightSlots{codes, scales}, push, p.gx, p.gy, 1);
+        run_slots(sub ? "gemv_subgroup" : "gemv_shared", {format, tokens, p.rows, 1, glu}, {g.x, g.y},
+                  vk::WeightSlots{codes, scales}, push, gx, gy, 1);
         return;
     }
     check(ctx_->weight_slots >= g.mats, "vulkan gemv: the device binds no batch of weights");
@@ -132,20 +109,20 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     const vk::BufferPtr xrows = g.xrows ? g.xrows : placeholder_;
     for (size_t j0 = 0; j0 < jobs; j0 += per_dispatch) {
         const size_t n = std::min(per_dispatch, jobs - j0);
-        const GemvPlan p = gemv_plan(*ctx_, w0, tokens, g.mats, n);
-        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, uint32_t(p.groups),
-                      g.act.beta,        g.act.linear_beta, {}};
+        const GemvPlan p = gemv_plan(w0, tokens, g.mats, n);
+        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, g.act.beta, g.act.linear_beta, {}};
         for (size_t j = 0; j <= n; ++j) push.first[j] = g.first[j0 + j];
         std::vector<vk::BufferPtr> codes, scales;
         for (size_t i = j0 * g.mats; i < (j0 + n) * g.mats; ++i) {
             codes.push_back(g.weights[i]->data);
             scales.push_back(g.weights[i]->scales);
         }
-        run_slots(sub ? "gemv_batch_subgroup" : "gemv_batch_shared",
-                  {format, tokens, p.rows, g.mats, glu, p.stage, static_cast<uint32_t>(codes.size()),
-                   g.xrows ? 1u : 0u},
-                  {g.x, g.y, xrows}, vk::WeightSlots{codes, scales}, push, p.gx, p.gy,
-                  static_cast<uint32_t>(n));
+        const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
+        const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
+        run_slots(
+            sub ? "gemv_batch_subgroup" : "gemv_batch_shared",
+            {format, tokens, p.rows, g.mats, glu, static_cast<uint32_t>(codes.size()), g.xrows ? 1u : 0u},
+            {g.x, g.y, xrows}, vk::WeightSlots{codes, scales}, push, gx, gy, static_cast<uint32_t>(n));
     }
 }
 

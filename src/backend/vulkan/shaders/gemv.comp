@@ -29,10 +29,9 @@ layout(constant_id = 1) const uint kTokens = 1u;  // 1 .. kMaxTokens: the most t
 layout(constant_id = 2) const uint kRows = 1u;    // rows of each matrix per team
 layout(constant_id = 3) const uint kMats = 1u;    // matrices per job: 1, or 2 (gate and up)
 layout(constant_id = 4) const uint kGlu = 0u;     // kMats = 2: the GluKind
-layout(constant_id = 5) const uint kStageX = 0u;  // vec4s of x staged in shared memory (0: x from global)
 #if COLI_BATCH
-layout(constant_id = 6) const uint kSlots = 1u;        // weights bound: the device's batch size
-layout(constant_id = 7) const bool kGatherX = false;  // x rows through `xrows` (the routed tokens)
+layout(constant_id = 5) const uint kSlots = 1u;        // weights bound: the device's batch size
+layout(constant_id = 6) const bool kGatherX = false;  // x rows through `xrows` (the routed tokens)
 #define SLOT(job, m) ((job) * kMats + (m))
 #else
 const uint kSlots = 1u;
@@ -54,7 +53,6 @@ layout(push_constant) uniform Push {
     uint rows;                   // of each matrix
     uint cols;
     uint parts;                  // teams that split one row group's chunks: 1, 2 or 4
-    uint groups;                 // row groups of workgroup size of each job (as many or fewer workgroups)
     float beta;                  // SiTU: the gate's tanh bound
     float linear_beta;           // SiTU: the up projection's tanh bound
     uint first[kMaxJobs + 1u];   // job j's tokens: rows first[j] .. first[j + 1] of y (and of x)
@@ -90,27 +88,6 @@ float chunk_scale(uint slot, uint r, uint c) {
 float acc[kMaxAcc];                          // this lane's sums, then the team's
 float part[kMaxAcc];                         // the current chunk's
 uint xbase[kMaxTokens];                      // vec4 index of each token's x row
-const uint kChunkVecs = kChunkElems / 4u;    // vec4s of x per chunk
-const uint kStagedChunkVecs = kChunkVecs + 1u;  // ... in the staged x, padded
-shared vec4 xs[kStageX > 0u ? kStageX : 1u];    // kStageX: [tokens][chunks][kStagedChunkVecs]
-
-// vec4 v of chunk c of token j's x.
-vec4 x_at(uint j, uint c, uint v) {
-    if (kStageX > 0u) return xs[(j * (pc.cols / kChunkElems) + c) * kStagedChunkVecs + v];
-    return x4[xbase[j] + c * kChunkVecs + v];
-}
-
-// Copies the tokens' x into xs. Called by the whole workgroup.
-void x_stage(uint t) {
-    const uint vecs = pc.cols / 4u;
-    [[unroll]] for (uint j = 0u; j < kMaxTokens; ++j) {
-        if (j < kTokens)
-            for (uint i = t; i < vecs; i += kThreads)
-                xs[(j * (pc.cols / kChunkElems) + i / kChunkVecs) * kStagedChunkVecs + i % kChunkVecs] =
-                    x4[xbase[j] + i];
-    }
-    barrier();
-}
 const uint kGroupVecs = kMaxGroupElems / 4u;  // vec4s of x per group, at most
 vec4 xv[kMaxTokens * kGroupVecs];            // the current group's x: [token][vec4]
 float vals[kMaxGroupElems];                  // the current group of one row slot, decoded
@@ -124,7 +101,7 @@ void group_add(uvec4 q[kMaxSlots], uint c, uint g) {
     [[unroll]] for (uint i = 0u; i < kMaxTokens * kGroupVecs; ++i) {
         const uint j = i / kGroupVecs, p = i % kGroupVecs;  // token, vec4 of the group
         if (j < kTokens && p < kGroupElems / 4u)
-            xv[i] = x_at(j, c, g * (kGroupElems / 4u) + p);
+            xv[i] = x4[xbase[j] + c * (kChunkElems / 4u) + g * (kGroupElems / 4u) + p];
     }
     [[unroll]] for (uint a = 0u; a < kMaxSlots * kMaxTokens * kGroupVecs; ++a) {
         const uint r = a / (kMaxTokens * kGroupVecs), i = a % (kMaxTokens * kGroupVecs);
@@ -177,13 +154,30 @@ void team_sum(uint t, uint team, uint lane) {
     }
 }
 
-// The team's part of row group `group` (kRows rows of each matrix from row r0): the chunks' products into
-// acc, summed over the team (and the teams of its parts), written to y. Called by the whole workgroup.
-void rows_compute(uint group, uint t, uint team, uint lane, uint job, uint first, uint n) {
+void main() {
+    const uint t = gl_LocalInvocationID.x;
+    uint team = t / kLanes, lane = t % kLanes;
+#if COLI_SUBGROUP
+    if (gl_SubgroupSize == kLanes) {  // each subgroup is a team, whatever the driver's lane numbering
+        team = gl_SubgroupID;
+        lane = gl_SubgroupInvocationID;
+    }
+#endif
+    const uint job = gl_WorkGroupID.z;  // 0 without COLI_BATCH
+    const uint first = pc.first[job], n = pc.first[job + 1u] - first;
     const uint parts = pc.parts, part_index = team % parts;
-    const uint r0 = (group * (kTeams / parts) + team / parts) * kRows;
+    const uint r0 = (group_index() * (kTeams / parts) + team / parts) * kRows;
     const bool has_rows = r0 < pc.rows;
     const uint chunks = pc.cols / kChunkElems;
+
+    [[unroll]] for (uint j = 0u; j < kMaxTokens; ++j) {
+        const uint row = first + min(j, n - 1u);  // tokens past n repeat the last; their sums are dropped
+#if COLI_BATCH
+        xbase[j] = (kGatherX ? uint(xrows[row]) : row) * (pc.cols / 4u);
+#else
+        xbase[j] = row * (pc.cols / 4u);
+#endif
+    }
     uint base[kMaxSlots], rowof[kMaxSlots];  // each row slot's row (past the end: the last) and first chunk
     FOR_SLOTS(r) {
         rowof[r] = min(r0 + r % kRows, pc.rows - 1u);
@@ -227,7 +221,6 @@ void rows_compute(uint group, uint t, uint team, uint lane, uint job, uint first
         barrier();
         if (part_index == 0u)
             for (uint p = 1u; p < parts; ++p) FOR_ACC(a) acc[a] += part_sums[team + p][a];
-        barrier();  // part_sums is read before the next row group writes it
     }
     if (!has_rows || part_index != 0u) return;
 
@@ -245,29 +238,4 @@ void rows_compute(uint group, uint t, uint team, uint lane, uint job, uint first
             y[(first + j) * pc.rows + row] = out_value;
         }
     }
-}
-
-void main() {
-    const uint t = gl_LocalInvocationID.x;
-    uint team = t / kLanes, lane = t % kLanes;
-#if COLI_SUBGROUP
-    if (gl_SubgroupSize == kLanes) {  // each subgroup is a team, whatever the driver's lane numbering
-        team = gl_SubgroupID;
-        lane = gl_SubgroupInvocationID;
-    }
-#endif
-    const uint job = gl_WorkGroupID.z;  // 0 without COLI_BATCH
-    const uint first = pc.first[job], n = pc.first[job + 1u] - first;
-    [[unroll]] for (uint j = 0u; j < kMaxTokens; ++j) {
-        const uint row = first + min(j, n - 1u);  // tokens past n repeat the last; their sums are dropped
-#if COLI_BATCH
-        xbase[j] = (kGatherX ? uint(xrows[row]) : row) * (pc.cols / 4u);
-#else
-        xbase[j] = row * (pc.cols / 4u);
-#endif
-    }
-    if (kStageX > 0u) x_stage(t);
-    // Row groups: one per workgroup, or, with x staged, several, so that the staged x serves many rows.
-    for (uint group = group_index(); group < pc.groups; group += gl_NumWorkGroups.x * gl_NumWorkGroups.y)
-        rows_compute(group, t, team, lane, job, first, n);
 }
