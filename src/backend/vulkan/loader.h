@@ -78,8 +78,7 @@ namespace coli::vk {
 // Functions of optional device extensions, resolved by api_load_device() when the extension is enabled.
 #define COLI_VK_EXTENSION_FUNCS(X)          \
     X(vkGetPipelineExecutablePropertiesKHR) \
-    X(vkGetPipelineExecutableStatisticsKHR) \
-    X(vkGetPipelineExecutableInternalRepresentationsKHR)
+    X(vkGetPipelineExecutableStatisticsKHR)
 
 // The loaded entry points. Global ones are set by api_load(), instance ones by api_load_instance(), the
 // extensions' by api_load_device() (null where the extension is not enabled).

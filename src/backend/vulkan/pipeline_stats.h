@@ -1,7 +1,6 @@
 // What the driver says about a pipeline's compiled code (VK_KHR_pipeline_executable_properties), for
 // finding why a shader runs below its bound: registers, spills, shared memory, instruction counts, as
-// the driver names them. Enabled by COLI_VULKAN_PIPELINE_STATS (context.cpp); with a directory as its
-// value, the driver's internal representations of the code (where it offers any) are written there too.
+// the driver names them. Enabled by COLI_VULKAN_PIPELINE_STATS (context.cpp).
 #pragma once
 
 #include <cstdint>

@@ -37,10 +37,7 @@ VkPipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t>
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
     ci.layout = ctx_->pipeline_layout;
-    if (ctx_->pipeline_stats) {
-        ci.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
-                   VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
-    }
+    if (ctx_->pipeline_stats) ci.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkPipeline p = VK_NULL_HANDLE;
     const VkResult r = api.vkCreateComputePipelines(ctx_->device, VK_NULL_HANDLE, 1, &ci, nullptr, &p);
     check(r == VK_SUCCESS, "vulkan: building the pipeline of shader '{}' failed: {}", name,
