@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string_view>
 #include <vector>
 
 #include "backend/vulkan/buffer.h"
@@ -20,11 +19,6 @@ constexpr const char* kNoSubgroupsEnv = "COLI_VULKAN_NO_SUBGROUPS";
 // Set: every pipeline reports the driver's statistics of its compiled code (pipeline_stats.h).
 constexpr const char* kPipelineStatsEnv = "COLI_VULKAN_PIPELINE_STATS";
 constexpr const char* kExecutableProperties = "VK_KHR_pipeline_executable_properties";
-// "0": the int4 GEMV never uses integer dot products; "1": it does wherever the device has them (tests run
-// them on lavapipe, which emulates them); unset: where the device says they are accelerated.
-constexpr const char* kIntegerDotEnv = "COLI_VULKAN_INT_DOT";
-// The instance asks for Vulkan 1.2, so the extension is enabled even where the device has 1.3 (its core).
-constexpr const char* kIntegerDotExtension = "VK_KHR_shader_integer_dot_product";
 
 // The first memory type with all of `want`, in heap `heap` when heap >= 0.
 int32_t memory_type_find(const VkPhysicalDeviceMemoryProperties& m, VkMemoryPropertyFlags want,
@@ -34,26 +28,6 @@ int32_t memory_type_find(const VkPhysicalDeviceMemoryProperties& m, VkMemoryProp
             (heap < 0 || m.memoryTypes[i].heapIndex == static_cast<uint32_t>(heap)))
             return static_cast<int32_t>(i);
     return -1;
-}
-
-// Whether the int4 GEMV should use 4x8-bit packed dot products of mixed signedness (kIntegerDotEnv).
-bool integer_dot_wanted(const Api& api, VkPhysicalDevice physical) {
-    const char* env = std::getenv(kIntegerDotEnv);
-    if (env != nullptr && std::string_view(env) == "0") return false;
-    if (!device_has_extension(api, physical, kIntegerDotExtension)) return false;
-    VkPhysicalDeviceShaderIntegerDotProductFeatures features{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    f2.pNext = &features;
-    api.vkGetPhysicalDeviceFeatures2(physical, &f2);
-    VkPhysicalDeviceShaderIntegerDotProductProperties properties{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
-    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    p2.pNext = &properties;
-    api.vkGetPhysicalDeviceProperties2(physical, &p2);
-    const bool forced = env != nullptr && std::string_view(env) == "1";
-    return features.shaderIntegerDotProduct &&
-           (forced || properties.integerDotProduct4x8BitPackedMixedSignednessAccelerated);
 }
 
 }  // namespace
@@ -127,15 +101,6 @@ Context::Context(int index) {
             fmt::print(stderr, "vulkan: {} is set, but {} has no {}: no pipeline statistics\n",
                        kPipelineStatsEnv, info.name, kExecutableProperties);
         }
-    }
-    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-    if (integer_dot_wanted(api, physical)) {
-        ext.push_back(kIntegerDotExtension);
-        integer_dot = true;
-        dot.shaderIntegerDotProduct = VK_TRUE;
-        dot.pNext = const_cast<void*>(dci.pNext);
-        dci.pNext = &dot;
     }
     dci.enabledExtensionCount = static_cast<uint32_t>(ext.size());
     dci.ppEnabledExtensionNames = ext.data();

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
-#include <string>
 
 #include "backend/vulkan/limits.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
@@ -24,10 +22,6 @@ constexpr uint32_t kTeamRowsFewTokens = 4;         // row slots of a team for up
 constexpr uint32_t kTeamRowsFewTokens4Bit = 8;     // ... in the 4-bit formats (see team_rows)
 constexpr uint32_t kTeamRowsManyTokens = 2;        // ... and beyond (registers for the per-token sums)
 constexpr uint32_t kFewTokens = 2;
-constexpr uint32_t kDotMaxTokens = 2;      // integer-dot GEMV: tokens whose x entries fit in registers
-constexpr int64_t kDotChunkCols = 32;      // x_planes.comp's block: one chunk of int4 codes
-constexpr int64_t kDotEntryWords = 7 * 4;  // its output per block: 7 uvec4
-constexpr uint32_t kXPlanesThreads = 64;   // x_planes.comp's workgroup
 
 struct GemvPush {
     uint32_t rows, cols;
@@ -37,10 +31,6 @@ struct GemvPush {
     std::array<uint32_t, vk::kGemvMaxJobs + 1> first;
 };
 static_assert(sizeof(GemvPush) <= vk::kPushBytes, "gemv.comp's push constants");
-
-struct XPlanesPush {
-    uint32_t rows, cols;
-};
 
 int64_t row_bytes(const vk::DeviceWeight& w) {
     return static_cast<int64_t>(WeightView{w.format, 1, w.cols, nullptr, nullptr}.data_bytes());
@@ -58,18 +48,14 @@ struct GemvPlan {
 // spans 32 columns of x, the x loads bound the speed: on an H200, a decode MoE layer's batched GEMVs ran at
 // 50% (int4) and 45% (mxfp4) of the copy's rate with 8 slots against 36% and 37% with 4, while int8 and fp8
 // ran slower with 8 (76% and 70% against 83% and 77%).
-uint32_t team_rows(Format f, uint32_t tokens, bool dot) {
+uint32_t team_rows(Format f, uint32_t tokens) {
     if (tokens > kFewTokens) return kTeamRowsManyTokens;
-    if (dot) {
-        const char* e = std::getenv("COLI_VK_DOT_ROWS");
-        return e ? static_cast<uint32_t>(std::atoi(e)) : kTeamRowsFewTokens;
-    }
     return f == Format::int4_g64 || f == Format::mxfp4 ? kTeamRowsFewTokens4Bit : kTeamRowsFewTokens;
 }
 
-GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, size_t jobs, bool dot) {
+GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, size_t jobs) {
     GemvPlan p;
-    p.rows = team_rows(w.format, tokens, dot) / mats;
+    p.rows = team_rows(w.format, tokens) / mats;
     const int64_t row_groups = (w.rows + p.rows - 1) / p.rows, chunks = row_bytes(w) / kChunkBytes;
     while (p.parts < kTeams && row_groups * static_cast<int64_t>(jobs * p.parts) < kTargetTeams &&
            chunks >= kMinChunksPerLane * kLanes * (p.parts * 2))
@@ -106,28 +92,16 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     const auto format = static_cast<uint32_t>(w0.format);
     const auto glu = static_cast<uint32_t>(g.act.kind);
     const bool sub = ctx_->subgroup_arithmetic;
-    const bool dot = ctx_->integer_dot && w0.format == Format::int4_g64 && tokens <= kDotMaxTokens &&
-                     w0.cols % kDotChunkCols == 0;
-    const std::string family = dot ? "gemv_dot_" : "gemv_", kind = sub ? "subgroup" : "shared";
-    vk::BufferPtr x = g.x;
-    if (dot) {
-        const int64_t x_rows = g.xrows ? g.x_rows : g.first.back(),
-                      blocks = x_rows * (w0.cols / kDotChunkCols);
-        check(x_rows > 0, "vulkan gemv: gathered x rows without their count");
-        x = scratch(blocks * kDotEntryWords);
-        run("x_planes", {}, {g.x, x}, XPlanesPush{uint32_t(x_rows), uint32_t(w0.cols)},
-            groups_for(blocks, kXPlanesThreads));
-    }
 
     // One matrix over x as it is: the plain shader, its weight in slot 0.
     if (jobs == 1 && g.mats == 1 && !g.xrows) {
-        const GemvPlan p = gemv_plan(w0, tokens, 1, 1, dot);
+        const GemvPlan p = gemv_plan(w0, tokens, 1, 1);
         GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, 0, 0, {0, tokens}};
         const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
         const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
         const vk::BufferPtr codes[] = {w0.data}, scales[] = {w0.scales};
-        run_slots(family + kind, {format, tokens, p.rows, 1, glu}, {x, g.y}, vk::WeightSlots{codes, scales},
-                  push, gx, gy, 1);
+        run_slots(sub ? "gemv_subgroup" : "gemv_shared", {format, tokens, p.rows, 1, glu}, {g.x, g.y},
+                  vk::WeightSlots{codes, scales}, push, gx, gy, 1);
         return;
     }
     check(ctx_->weight_slots >= g.mats, "vulkan gemv: the device binds no batch of weights");
@@ -135,7 +109,7 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     const vk::BufferPtr xrows = g.xrows ? g.xrows : placeholder_;
     for (size_t j0 = 0; j0 < jobs; j0 += per_dispatch) {
         const size_t n = std::min(per_dispatch, jobs - j0);
-        const GemvPlan p = gemv_plan(w0, tokens, g.mats, n, dot);
+        const GemvPlan p = gemv_plan(w0, tokens, g.mats, n);
         GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, g.act.beta, g.act.linear_beta, {}};
         for (size_t j = 0; j <= n; ++j) push.first[j] = g.first[j0 + j];
         std::vector<vk::BufferPtr> codes, scales;
@@ -146,9 +120,9 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
         const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
         const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
         run_slots(
-            family + "batch_" + kind,
+            sub ? "gemv_batch_subgroup" : "gemv_batch_shared",
             {format, tokens, p.rows, g.mats, glu, static_cast<uint32_t>(codes.size()), g.xrows ? 1u : 0u},
-            {x, g.y, xrows}, vk::WeightSlots{codes, scales}, push, gx, gy, static_cast<uint32_t>(n));
+            {g.x, g.y, xrows}, vk::WeightSlots{codes, scales}, push, gx, gy, static_cast<uint32_t>(n));
     }
 }
 

@@ -25,7 +25,6 @@ struct GemvJobs {
     BufferPtr xrows;                           // int32 x row of each job token, or null
     BufferPtr y;                               // [first.back(), rows]
     GluActivation act;                         // mats = 2
-    int64_t x_rows = 0;                        // rows of x that xrows indexes (without xrows: first.back())
 };
 
 // Whether the GEMV takes w: rows of whole 16-byte chunks of codes.

@@ -22,7 +22,6 @@ namespace coli::vk {
     X(vkGetPhysicalDeviceProperties)            \
     X(vkGetPhysicalDeviceProperties2)           \
     X(vkGetPhysicalDeviceFeatures)              \
-    X(vkGetPhysicalDeviceFeatures2)             \
     X(vkGetPhysicalDeviceMemoryProperties)      \
     X(vkGetPhysicalDeviceQueueFamilyProperties) \
     X(vkEnumerateDeviceExtensionProperties)     \

@@ -120,8 +120,7 @@ void VulkanBackend::moe_batched(const vk::MoePlan& p, std::span<const ExpertWeig
         }
     const vk::BufferPtr routing = upload(table.data(), table.size() * sizeof(int32_t));
 
-    vk::GemvJobs gate_up{
-        {}, 2, {0}, buffer_of(x), routing, scratch(total * d_ff), experts[p.used[0]].act, x.rows()};
+    vk::GemvJobs gate_up{{}, 2, {0}, buffer_of(x), routing, scratch(total * d_ff), experts[p.used[0]].act};
     vk::GemvJobs down{{}, 1, {0}, gate_up.y, nullptr, scratch(total * d_model), {}};
     for (size_t u = 0; u < p.used.size(); ++u) {
         gate_up.weights.insert(gate_up.weights.end(), {&dev[u]->gate, &dev[u]->up});

@@ -10,22 +10,11 @@
 // (codec.glsl) and multiplies it with the matching x of every token, loaded once for all the rows. Short,
 // wide matrices split a row group's chunks over `parts` teams. A team's lanes meet through subgroupAdd when
 // a subgroup is a team (COLI_SUBGROUP and subgroups of kLanes), else through shared memory.
-//
-// COLI_INT_DOT (int4 only, at most kMaxDotTokens tokens): binding 0 holds x as x_planes.comp lays it out,
-// three signed byte planes per 32 columns, and each code word costs two masks and six 4x8-bit dot products
-// (integer, exact) instead of 8 decodes and 8 FMAs; each chunk's three sums meet in f32 with x's scale.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #if COLI_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
-#endif
-#if COLI_INT_DOT
-#extension GL_EXT_spirv_intrinsics : require
-// OpSUDotAccSat (SPV_KHR_integer_dot_product; capabilities DotProduct, DotProductInput4x8BitPacked):
-// acc + the dot product of the signed bytes of a and the unsigned bytes of b (packed_format 0: 4x8 bits).
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4455)
-int sudot_acc(uint a, uint b, int acc, spirv_literal int packed_format);
 #endif
 
 layout(local_size_x = 128) in;
@@ -53,11 +42,7 @@ const uint kSlots = 1u;
 #include "activations.glsl"
 #include "codec.glsl"
 
-#if COLI_INT_DOT
-layout(std430, binding = 0) readonly buffer XPlanes { uvec4 xq[]; };  // [tokens, kDotEntries, chunks]
-#else
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };  // [tokens, cols / 4]
-#endif
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };  // [tokens, rows]
 #if COLI_BATCH
 layout(std430, binding = 2) readonly buffer XRows { int xrows[]; };  // kGatherX: x row of each job token
@@ -107,41 +92,6 @@ const uint kGroupVecs = kMaxGroupElems / 4u;  // vec4s of x per group, at most
 vec4 xv[kMaxTokens * kGroupVecs];            // the current group's x: [token][vec4]
 float vals[kMaxGroupElems];                  // the current group of one row slot, decoded
 
-#if COLI_INT_DOT
-const uint kDotEntries = 7u;     // x_planes.comp's uvec4s per chunk: planes a, b, c of words 0-1 and 2-3, sums
-const uint kNibbles = 0x0f0f0f0fu;
-uvec4 xe[kMaxTokens * kDotEntries];  // the current chunk's x entries: [token][entry]
-
-// s + code word w of a chunk (the even columns in its low nibbles, the odd ones in its high nibbles) times
-// token j's three byte planes.
-ivec3 word_dot(uint word, uint j, uint w, ivec3 s) {
-    const uint even = word & kNibbles, odd = (word >> 4u) & kNibbles, e = j * kDotEntries + w / 2u,
-               at = (w % 2u) * 2u;
-    s.x = sudot_acc(xe[e][at + 1u], odd, sudot_acc(xe[e][at], even, s.x, 0), 0);
-    s.y = sudot_acc(xe[e + 2u][at + 1u], odd, sudot_acc(xe[e + 2u][at], even, s.y, 0), 0);
-    s.z = sudot_acc(xe[e + 4u][at + 1u], odd, sudot_acc(xe[e + 4u][at], even, s.z, 0), 0);
-    return s;
-}
-
-// Adds chunk c (codes q, scales s) of the team's rows times x to acc, by integer dot products: per token,
-// sum_i (q_i - 8) xi_i = 2^16 (A - 8 sum a) + 2^8 (B - 8 sum b) + (C - 8 sum c), exactly, then times 2^-k.
-void chunk_add(uvec4 q[kMaxSlots], float s[kMaxSlots], uint c) {
-    const uint chunks = pc.cols / kChunkElems;
-    [[unroll]] for (uint i = 0u; i < kMaxTokens * kDotEntries; ++i)
-        if (i / kDotEntries < kTokens) xe[i] = xq[xbase[i / kDotEntries] + (i % kDotEntries) * chunks + c];
-    FOR_ACC(a) {
-        const uint r = a / kMaxTokens, j = a % kMaxTokens;
-        ivec3 d = word_dot(q[r].x, j, 0u, ivec3(0));
-        d = word_dot(q[r].y, j, 1u, d);
-        d = word_dot(q[r].z, j, 2u, d);
-        d = word_dot(q[r].w, j, 3u, d);
-        const uvec4 sums = xe[j * kDotEntries + 6u];
-        d -= ivec3(sums.xyz);
-        const float sum = fma(float(d.x), 65536.0, fma(float(d.y), 256.0, float(d.z)));
-        acc[a] = fma(sum * uintBitsToFloat(sums.w), s[r], acc[a]);
-    }
-}
-#else
 // Group g of chunk c (codes q) of the team's rows times x, into part. x is loaded once for every row slot;
 // each slot's group is decoded right before its products, so few decoded values are live at once. Each x
 // vec4 serves kRowSlots rows: the lanes' x loads touch many cache lines per instruction (every lane reads its
@@ -173,7 +123,6 @@ void chunk_add(uvec4 q[kMaxSlots], float s[kMaxSlots], uint c) {
     group_add(q, c, 3u);
     FOR_ACC(a) acc[a] = kChunkScaled ? fma(part[a] * kPreScale, s[a / kMaxTokens], acc[a]) : acc[a] + part[a];
 }
-#endif
 
 shared float lane_sums[kThreads];                // the shared-memory team sum
 shared float part_sums[kTeams][kMaxAcc];         // team sums, for the parts of a row group
@@ -224,14 +173,9 @@ void main() {
     [[unroll]] for (uint j = 0u; j < kMaxTokens; ++j) {
         const uint row = first + min(j, n - 1u);  // tokens past n repeat the last; their sums are dropped
 #if COLI_BATCH
-        const uint xrow = kGatherX ? uint(xrows[row]) : row;
+        xbase[j] = (kGatherX ? uint(xrows[row]) : row) * (pc.cols / 4u);
 #else
-        const uint xrow = row;
-#endif
-#if COLI_INT_DOT
-        xbase[j] = xrow * kDotEntries * chunks;
-#else
-        xbase[j] = xrow * (pc.cols / 4u);
+        xbase[j] = row * (pc.cols / 4u);
 #endif
     }
     uint base[kMaxSlots], rowof[kMaxSlots];  // each row slot's row (past the end: the last) and first chunk
