@@ -31,7 +31,8 @@ const float kPreScale = kFormat == kMxfp4 ? 16384.0 : kFormat == kFp8 ? 256.0 : 
 const uint kMagic = 0x4b000000u;  // f32 bits of 2^23: integers below 2^23 fit its mantissa
 const float kTwo23 = 8388608.0;
 const float kInt8Zero = 128.0;                // an int8 code with its sign bit flipped is b + 128
-const uint kE2m1MagBits = 0x0e000e00u;        // f16 bits 9..11 of both halves
+const uint kE2m1PairBits = 0x8e008e00u;       // f16 bits 9..11 and 15 of both halves
+const uint kE2m1MergeMag = 0x0e0e0e0eu;       // e2m1_merge: the bits taken from the magnitudes
 const uint kHalfSignBits = 0x80008000u;       // f16 sign bits of both halves
 const uint kFp8MagBits = 0x3f803f80u;         // f16 bits 7..13 of both halves
 const uint kFp8NanLow = 0x7f7f7f7fu;          // e4m3 bytes without their sign: 0x7f is NaN
@@ -54,12 +55,24 @@ float int4_at(uint u, uint k) {
     return fma(m, step, -(kTwo23 * step + float(kInt4Zero)));
 }
 
-// e2m1 codes j and j + 4 of u (one per 16-bit half) as f16 values times 2^-14: the magnitude bits go to f16
-// bits 9..11 (exponent's low bits and the mantissa's top bit, so that normal and subnormal codes alike read
-// right), the sign to bit 15.
-vec2 e2m1_pair(uint u, uint j) {
-    const uint mag = j < 3u ? u << (9u - 4u * j) : u >> 3u;
-    return unpackHalf2x16((mag & kE2m1MagBits) | ((u << (12u - 4u * j)) & kHalfSignBits));
+// A word of e2m1 codes rearranged so that the 4 codes of one nibble parity sit as f16 pairs want them, each
+// code's magnitude bits 3 places below its sign: bit by bit, the positions kE2m1MergeMag come from `mag`,
+// the rest from `sign` (one instruction where the GPU has a three-input logic op).
+uint e2m1_merge(uint mag, uint sign) {
+    return (mag & kE2m1MergeMag) | (sign & ~kE2m1MergeMag);
+}
+
+// Pair j of u: e2m1 codes j and j + 4 (one per 16-bit half) as f16 values times 2^-14, the magnitude bits
+// at f16 bits 9..11 (exponent's low bits and the mantissa's top bit, so that normal and subnormal codes
+// alike read right) and the sign at bit 15. The even codes come from u shifted 1 (magnitudes) and 4 (signs)
+// left, placing pair 2 and, 8 bits further, pair 0; the odd codes from u shifted 3 right and not at all:
+// pairs 3 and 1. Fewer shifts than placing each code's magnitude and sign on their own.
+void e2m1_pairs(uint u, out vec2 p[4]) {
+    const uint even = e2m1_merge(u << 1u, u << 4u), odd = e2m1_merge(u >> 3u, u);
+    p[0] = unpackHalf2x16((even << 8u) & kE2m1PairBits);
+    p[1] = unpackHalf2x16((odd << 8u) & kE2m1PairBits);
+    p[2] = unpackHalf2x16(even & kE2m1PairBits);
+    p[3] = unpackHalf2x16(odd & kE2m1PairBits);
 }
 
 // Group g of chunk q: v[0 .. kGroupElems) are its elements in column order. No loops: the caller's unrolled
@@ -108,16 +121,16 @@ void group_decode(uvec4 q, uint g, out float v[kMaxGroupElems]) {
         v[6] = int4_at(hi, 2u);
         v[7] = int4_at(hi, 3u);
     } else {
-        const vec2 p0 = e2m1_pair(q[g], 0u), p1 = e2m1_pair(q[g], 1u), p2 = e2m1_pair(q[g], 2u),
-                   p3 = e2m1_pair(q[g], 3u);
-        v[0] = p0.x;
-        v[1] = p1.x;
-        v[2] = p2.x;
-        v[3] = p3.x;
-        v[4] = p0.y;
-        v[5] = p1.y;
-        v[6] = p2.y;
-        v[7] = p3.y;
+        vec2 p[4];
+        e2m1_pairs(q[g], p);
+        v[0] = p[0].x;
+        v[1] = p[1].x;
+        v[2] = p[2].x;
+        v[3] = p[3].x;
+        v[4] = p[0].y;
+        v[5] = p[1].y;
+        v[6] = p[2].y;
+        v[7] = p[3].y;
     }
 }
 

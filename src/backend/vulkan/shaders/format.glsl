@@ -39,8 +39,11 @@ float fp8_value(uint b) {
     return uintBitsToFloat(sign | ((e + 120u) << 23u) | (m << 20u));
 }
 
-// 2^(e - 127); 0xff is NaN.
+const uint kF32TwoPowMinus127 = 0x00400000u;  // f32 bits of 2^-127 (a subnormal), bit 22
+
+// 2^(e - 127) for a byte e; 0xff is NaN. Without compares: e << 23 is right for 1..254, 0 for 0 (which the
+// maximum with 2^-127's bits lifts) and infinity for 0xff, which bit 22 (bit 8 of e + 1, set for 0xff
+// alone) makes the quiet NaN.
 float e8m0_value(uint e) {
-    if (e == 0xffu) return kNan;
-    return e == 0u ? uintBitsToFloat(0x00400000u) : uintBitsToFloat(e << 23u);
+    return uintBitsToFloat(max(e << 23u, kF32TwoPowMinus127) | (((e + 1u) << 14u) & kF32TwoPowMinus127));
 }
