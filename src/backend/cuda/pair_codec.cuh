@@ -23,9 +23,10 @@ namespace coli::cuda {
 // magic` costs one instruction only when the magic is in a register (ptxas folds every constant it sees, so
 // the kernels take PairConsts as a parameter).
 struct PairConsts {
-    uint32_t f16_magic;  // 1024 in both f16 halves (int4)
+    uint32_t f16_magic;   // 1024 in both f16 halves (int4)
+    uint32_t e2m1_merge;  // 0x0e0e0e0e: e2m1_merge's magnitude positions (mxfp4)
 };
-inline constexpr PairConsts kPairConsts = {0x64006400u};
+inline constexpr PairConsts kPairConsts = {0x64006400u, 0x0e0e0e0eu};
 
 inline constexpr uint32_t kF16x2Minus1032 = 0xe408e408u;  // -(1024 + int4 zero point 8), both halves
 inline constexpr uint32_t kF16x2Sixteenth = 0x2c002c00u;  // 1/16, both halves
@@ -69,10 +70,10 @@ struct PairCodec<Format::int4_g64> {
 // f16 pairs want them: each code's magnitude bits 3 below the f16 magnitude field's position, each sign 4
 // above the magnitude (f16 bits 9..11 and 15 of a half, or 8 bits lower); between them, copies of other bits
 // that the pair's mask drops. `mag` holds the magnitudes at their place, `sign` the signs: bit by bit, the
-// magnitude positions 0x0e0e0e0e come from mag, the rest from sign (one LOP3).
-__device__ __forceinline__ uint32_t e2m1_merge(uint32_t mag, uint32_t sign) {
-    constexpr uint32_t kMagBits = 0x0e0e0e0eu;
-    return (mag & kMagBits) | (sign & ~kMagBits);
+// magnitude positions k.e2m1_merge come from mag, the rest from sign. One LOP3 with the positions in a
+// register: with them as a constant, ptxas splits it in two (it knows which bits of a shifted word are zero).
+__device__ __forceinline__ uint32_t e2m1_merge(uint32_t mag, uint32_t sign, const PairConsts& k) {
+    return (mag & k.e2m1_merge) | (sign & ~k.e2m1_merge);
 }
 
 inline constexpr uint32_t kE2m1PairBits = 0x8e008e00u;  // sign and magnitude bits of an f16 pair (mxfp4)
@@ -88,8 +89,8 @@ struct PairCodec<Format::mxfp4> {
     // read as the e2m1 value times 2^-14. The even codes merge the word shifted 1 (magnitudes) and 4 (signs)
     // left, which places pair 2 and, shifted 8 more, pair 0; the odd codes the word shifted 3 right and not
     // at all: pairs 3 and 1. 11 instructions per word, where a shift per magnitude and per sign took 15.
-    __device__ static void word_pairs(uint32_t u, const PairConsts&, uint32_t (&p)[kPairsPerWord]) {
-        const uint32_t even = e2m1_merge(u << 1, u << 4), odd = e2m1_merge(u >> 3, u);
+    __device__ static void word_pairs(uint32_t u, const PairConsts& k, uint32_t (&p)[kPairsPerWord]) {
+        const uint32_t even = e2m1_merge(u << 1, u << 4, k), odd = e2m1_merge(u >> 3, u, k);
         p[0] = (even << 8) & kE2m1PairBits;
         p[1] = (odd << 8) & kE2m1PairBits;
         p[2] = even & kE2m1PairBits;
