@@ -12,9 +12,11 @@
 //     only on q and the slot, never on the row.
 //   B (x): x = hi + lo, both f16, after scaling each SB's x by the power of two that puts its largest |x| in
 //     [2^14, 2^15): exact to ~2^-22 relative to that SB's largest |x|, no overflow, no subnormal loss. The
-//     inverse scale joins the weights' scale of the SB, in f32. Each block lays x out once in shared memory
-//     in the A order (x_table_build: one pass, each thread loads whole chunks of x at once and writes their
-//     entries), so that a lane gets its B fragment with one 8-byte load, shared by the warp's RT tiles.
+//     inverse scale joins the weights' scale of the SB, in f32. x is laid out in the A order (XLayout: each
+//     thread loads whole chunks of x at once and writes their entries), so that a lane gets its B fragment
+//     from shared memory with one 8-byte load, shared by the warp's RT tiles. Each block lays it out itself
+//     (x_table_build), or, in 4-bit launches of more than one wave, x_table_kernel lays it out once per
+//     launch in global memory and each block copies it (mma_run: when each pays).
 //   Columns n of the mma: n = 2 (token_local G + group) + part (hi, lo). The G scale groups of an SB (int4:
 //     2 of 64, mxfp4: 4 blocks of 32; fp8: 1) go to separate columns, so one mma spans the SB and each
 //     group's partial sum comes out separately, to be scaled in f32; free columns carry more tokens. Lanes
@@ -24,11 +26,12 @@
 // Loads: each warp keeps stages<NT, RT>() - 1 SBs of codes in flight with cp.async (global -> its own ring in
 // shared memory, past L1; no registers held while in flight) and their scales in a ring of registers. The
 // kernel is a dependent launch (dependent_launch.cuh): its blocks take the SMs that the launch before it
-// leaves in its tail and issue their first stages before waiting for that launch's output (x), then lay x
-// out (docs/benchmarks.md: what that gains). A block's warps split rows into groups of 16 RT and each group's
-// SBs into `parts` interleaved ranges; partial sums meet in shared memory and are added in part order
-// (deterministic). One-tile warps of up to 4 tokens (small launches: a single matrix) get a ring twice as
-// deep and fewer parts, so that the grid is one wave whose warps issue most of their loads at once.
+// leaves in its tail and issue their first stages before waiting for that launch's output (x, or its layout),
+// then lay x out or copy its layout (docs/benchmarks.md: what that gains). A block's warps split rows into
+// groups of 16 RT and each group's SBs into `parts` interleaved ranges; partial sums meet in shared memory
+// and are added in part order (deterministic). One-tile warps of up to 4 tokens (small launches: a single
+// matrix) get a ring twice as deep and fewer parts, so that the grid is one wave whose warps issue most of
+// their loads at once.
 //
 // int8 stays on the FMA kernel (gemv.cu): its decode is light, and there this kernel measured slower.
 #include <cuda_fp16.h>
