@@ -35,10 +35,13 @@ __device__ __forceinline__ float f16_value(uint32_t h) {
     return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
 }
 
-// 2^(e-127); e = 0 is the subnormal 2^-127, 0xff NaN (as e8m0_to_f32).
+// 2^(e-127) for a code e < 256; e = 0 is the subnormal 2^-127, 0xff NaN (as e8m0_to_f32). e << 23 is
+// 2^(e-127) for codes 1..254, 0 for code 0 (which the maximum with 2^-127's bits lifts) and infinity for
+// 0xff, which becomes the quiet NaN with bit 22: bit 8 of e + 1, set for 0xff alone (no compares and
+// selects).
 __device__ __forceinline__ float e8m0_value(uint32_t e) {
-    if (e == kE8m0Nan) return __uint_as_float(kF32QuietNan);
-    return __uint_as_float(e == 0 ? kF32TwoPowMinus127 : e << 23);
+    static_assert(kF32QuietNan == (kE8m0Nan << 23 | kF32TwoPowMinus127), "0xff: infinity's bits + bit 22");
+    return __uint_as_float(max(e << 23, kF32TwoPowMinus127) | (((e + 1) << 14) & kF32TwoPowMinus127));
 }
 
 // e2m1 code (4 bits: sign, 2 exponent, 1 mantissa): the magnitude bits shifted to the top of a f32 mantissa

@@ -12,9 +12,11 @@
 //     only on q and the slot, never on the row.
 //   B (x): x = hi + lo, both f16, after scaling each SB's x by the power of two that puts its largest |x| in
 //     [2^14, 2^15): exact to ~2^-22 relative to that SB's largest |x|, no overflow, no subnormal loss. The
-//     inverse scale joins the weights' scale of the SB, in f32. Each block lays x out once in shared memory
-//     in the A order (x_table_build: one pass, each thread loads whole chunks of x at once and writes their
-//     entries), so that a lane gets its B fragment with one 8-byte load, shared by the warp's RT tiles.
+//     inverse scale joins the weights' scale of the SB, in f32. x is laid out in the A order (XLayout: each
+//     thread loads whole chunks of x at once and writes their entries), so that a lane gets its B fragment
+//     from shared memory with one 8-byte load, shared by the warp's RT tiles. Each block lays it out itself
+//     (x_table_build), or, in 4-bit launches of more than one wave, x_table_kernel lays it out once per
+//     launch in global memory and each block copies it (mma_run: when each pays).
 //   Columns n of the mma: n = 2 (token_local G + group) + part (hi, lo). The G scale groups of an SB (int4:
 //     2 of 64, mxfp4: 4 blocks of 32; fp8: 1) go to separate columns, so one mma spans the SB and each
 //     group's partial sum comes out separately, to be scaled in f32; free columns carry more tokens. Lanes
@@ -24,11 +26,12 @@
 // Loads: each warp keeps stages<NT, RT>() - 1 SBs of codes in flight with cp.async (global -> its own ring in
 // shared memory, past L1; no registers held while in flight) and their scales in a ring of registers. The
 // kernel is a dependent launch (dependent_launch.cuh): its blocks take the SMs that the launch before it
-// leaves in its tail and issue their first stages before waiting for that launch's output (x), then lay x
-// out (docs/benchmarks.md: what that gains). A block's warps split rows into groups of 16 RT and each group's
-// SBs into `parts` interleaved ranges; partial sums meet in shared memory and are added in part order
-// (deterministic). One-tile warps of up to 4 tokens (small launches: a single matrix) get a ring twice as
-// deep and fewer parts, so that the grid is one wave whose warps issue most of their loads at once.
+// leaves in its tail and issue their first stages before waiting for that launch's output (x, or its layout),
+// then lay x out or copy its layout (docs/benchmarks.md: what that gains). A block's warps split rows into
+// groups of 16 RT and each group's SBs into `parts` interleaved ranges; partial sums meet in shared memory
+// and are added in part order (deterministic). One-tile warps of up to 4 tokens (small launches: a single
+// matrix) get a ring twice as deep and fewer parts, so that the grid is one wave whose warps issue most of
+// their loads at once.
 //
 // int8 stays on the FMA kernel (gemv.cu): its decode is light, and there this kernel measured slower.
 #include <cuda_fp16.h>
@@ -104,7 +107,8 @@ __host__ __device__ constexpr int slot_col(int i, int e) {
 }
 
 struct MmaBatch {
-    GemvJob jobs[kMaxJobs];  // the first `count` are used
+    GemvJob jobs[kMaxJobs];           // the first `count` are used
+    const uint8_t* tables[kMaxJobs];  // each job's laid-out x (x_table_kernel)
     int count = 0;
 };
 
@@ -114,22 +118,37 @@ __host__ __device__ constexpr int ring_bytes() {
     return stages<NT, RT>() * RT * 2 * kWarp * kChunkBytes;
 }
 
-// Shared memory of one block, in bytes from the dynamic base: the warps' code rings, the zero region, the x
-// tables (one per token), the partial sums of every warp and the inverse x scales ([token][SB] floats).
-template <Format F, int NT, int RT>
-struct SmemLayout {
+// The x of NT tokens laid out for a row of `cols`: the B tables (one per token) and the inverse x scales
+// ([token][SB] floats), from `table`; built once per launch in global memory (x_table_kernel) and copied as
+// one block of `bytes` (whole 16-byte chunks) into each block's shared memory.
+template <Format F, int NT>
+struct XLayout {
     int64_t sbs;          // SBs of a row
     int64_t table_bytes;  // per token
-    int64_t ring = 0, zero, table, sums, inv_scale, total;
-    __host__ __device__ explicit SmemLayout(int64_t cols) {
+    int64_t inv_scale;    // from the start of the tables
+    int64_t bytes;
+    __host__ __device__ explicit XLayout(int64_t cols) {
         const int64_t chunks = cols / Sb<F>::kChunkElems;
         sbs = (chunks + kQuad - 1) / kQuad;
         table_bytes = sbs * Sb<F>::kTableBytes;
+        inv_scale = NT * table_bytes;
+        const int64_t end = inv_scale + NT * sbs * static_cast<int64_t>(sizeof(float));
+        bytes = (end + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+    }
+};
+
+// Shared memory of one block, in bytes from the dynamic base: the warps' code rings, the zero region, the x
+// (XLayout) and the partial sums of every warp.
+template <Format F, int NT, int RT>
+struct SmemLayout {
+    XLayout<F, NT> x;
+    int64_t ring = 0, zero, table, inv_scale, sums, total;
+    __host__ __device__ explicit SmemLayout(int64_t cols) : x(cols) {
         zero = ring + static_cast<int64_t>(kMmaWarps) * ring_bytes<NT, RT>();
         table = zero + Sb<F>::kTableBytes + kBankHalf;
-        sums = table + NT * table_bytes;
-        inv_scale = sums + static_cast<int64_t>(kMmaWarps) * NT * kTileRows * RT * sizeof(float);
-        total = inv_scale + NT * sbs * static_cast<int64_t>(sizeof(float));
+        inv_scale = table + x.inv_scale;
+        sums = table + x.bytes;
+        total = sums + static_cast<int64_t>(kMmaWarps) * NT * kTileRows * RT * sizeof(float);
     }
 };
 
@@ -160,64 +179,125 @@ __device__ __forceinline__ int x_scale_exp(float max_abs) {
     return min(kXTop - (e - kF32ExpBias), kF32ExpBias);
 }
 
-// Lays the x of n <= NT tokens out as B operands: for each token, SB, mma i and quad position q one 16-byte
-// entry (4 hi f16, then 4 lo f16, of the columns slot_col(i, 0..3) of chunk q, scaled by the SB's power of
-// two); columns past the row are zeros. Also zeroes the zero region and writes each token's inverse SB
-// scales. Every thread calls it; it synchronizes the block before returning.
-template <Format F, int NT, int RT>
-__device__ void x_table_build(const float* __restrict__ x, int n, int64_t cols,
-                              const SmemLayout<F, NT, RT>& l, uint8_t* smem) {
+// Lays out chunk ch of token t's x (the thread's; all 4 lanes of its quad run it, for the shuffles, chunks
+// past the row read as zeros and past the table are not written): the chunk's x in registers (one round of
+// loads), the SB's power of two from the quad, then the chunk's kMmas 16-byte entries of `table` (4 hi f16,
+// then 4 lo f16, of the columns slot_col(i, 0..3) of chunk q of the SB, scaled), and the SB's inverse scale
+// (quad lane 0).
+template <Format F, int NT>
+__device__ __forceinline__ void x_chunk_layout(const float* xt, int64_t ch, int64_t chunks,
+                                               const XLayout<F, NT>& l, int t, uint8_t* tables) {
     using S = Sb<F>;
-    uint4* zero = reinterpret_cast<uint4*>(smem + l.zero);
-    for (int i = threadIdx.x; i < S::kTableBytes / kChunkBytes; i += kMmaThreads)
-        zero[i] = make_uint4(0, 0, 0, 0);
-
-    // Each thread lays out whole chunks: the chunk's x in registers (one round of loads), then its kMmas
-    // entries; chunks past the row (a partial last SB) are zeros. The 4 chunks of an SB are one quad's (the
-    // block's threads are a multiple of kQuad), which finds the SB's scale; every lane runs every round, for
-    // the shuffles.
     constexpr int kVecs = S::kChunkElems / 4;  // float4s of x per chunk
-    const int64_t chunks = cols / S::kChunkElems, table_chunks = l.sbs * kQuad;
-    float* inv_scale = reinterpret_cast<float*>(smem + l.inv_scale);
-    for (int t = 0; t < n; ++t) {
-        const float4* xt = reinterpret_cast<const float4*>(x + t * cols);
-        uint4* table = reinterpret_cast<uint4*>(smem + l.table + t * l.table_bytes);
-        for (int64_t first = 0; first < table_chunks; first += kMmaThreads) {
-            const int64_t ch = first + threadIdx.x;
-            float v[S::kChunkElems];
-            float max_abs = 0.0f;
+    const float4* x4 = reinterpret_cast<const float4*>(xt);
+    float v[S::kChunkElems];
+    float max_abs = 0.0f;
 #pragma unroll
-            for (int j = 0; j < kVecs; ++j) {
-                const float4 f = ch < chunks ? __ldg(xt + ch * kVecs + j) : make_float4(0, 0, 0, 0);
-                v[4 * j] = f.x;
-                v[4 * j + 1] = f.y;
-                v[4 * j + 2] = f.z;
-                v[4 * j + 3] = f.w;
-                max_abs = fmaxf(max_abs, fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w))));
-            }
-            const int k = x_scale_exp(quad_max(max_abs));
-            if (ch >= table_chunks) continue;
-            const float scale = scalbnf(1.0f, k);
-            const int64_t sb = ch / kQuad;
-            const int q = static_cast<int>(ch % kQuad);
-            if (q == 0) inv_scale[t * l.sbs + sb] = scalbnf(1.0f, -k);
+    for (int j = 0; j < kVecs; ++j) {
+        const float4 f = ch < chunks ? x4[ch * kVecs + j] : make_float4(0, 0, 0, 0);
+        v[4 * j] = f.x;
+        v[4 * j + 1] = f.y;
+        v[4 * j + 2] = f.z;
+        v[4 * j + 3] = f.w;
+        max_abs = fmaxf(max_abs, fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w))));
+    }
+    const int k = x_scale_exp(quad_max(max_abs));
+    if (ch >= l.sbs * kQuad) return;
+    const float scale = scalbnf(1.0f, k);
+    const int64_t sb = ch / kQuad;
+    const int q = static_cast<int>(ch % kQuad);
+    if (q == 0) reinterpret_cast<float*>(tables + l.inv_scale)[t * l.sbs + sb] = scalbnf(1.0f, -k);
+    uint4* table = reinterpret_cast<uint4*>(tables + t * l.table_bytes);
 #pragma unroll
-            for (int i = 0; i < S::kMmas; ++i) {
-                uint32_t hl[kSlotsPerMma];  // hi pair 0, hi pair 1, lo pair 0, lo pair 1
+    for (int i = 0; i < S::kMmas; ++i) {
+        uint32_t hl[kSlotsPerMma];  // hi pair 0, hi pair 1, lo pair 0, lo pair 1
 #pragma unroll
-                for (int s = 0; s < kSlotsPerMma; s += 2) {
-                    const float a = v[slot_col<F>(i, s)] * scale, b = v[slot_col<F>(i, s + 1)] * scale;
-                    const __half2 h = __floats2half2_rn(a, b);
-                    const float2 hf = __half22float2(h);
-                    const __half2 lo = __floats2half2_rn(a - hf.x, b - hf.y);
-                    hl[s / 2] = *reinterpret_cast<const uint32_t*>(&h);
-                    hl[2 + s / 2] = *reinterpret_cast<const uint32_t*>(&lo);
-                }
-                table[(sb * S::kMmas + i) * kQuad + q] = make_uint4(hl[0], hl[1], hl[2], hl[3]);
-            }
+        for (int e = 0; e < kSlotsPerMma; e += 2) {
+            const float a = v[slot_col<F>(i, e)] * scale, b = v[slot_col<F>(i, e + 1)] * scale;
+            const __half2 h = __floats2half2_rn(a, b);
+            const float2 hf = __half22float2(h);
+            const __half2 lo = __floats2half2_rn(a - hf.x, b - hf.y);
+            hl[e / 2] = *reinterpret_cast<const uint32_t*>(&h);
+            hl[2 + e / 2] = *reinterpret_cast<const uint32_t*>(&lo);
+        }
+        table[(sb * S::kMmas + i) * kQuad + q] = make_uint4(hl[0], hl[1], hl[2], hl[3]);
+    }
+}
+
+// Zeroes the block's zero region.
+template <Format F, int NT, int RT>
+__device__ __forceinline__ void zero_region_clear(const SmemLayout<F, NT, RT>& l, uint8_t* smem) {
+    uint4* zero = reinterpret_cast<uint4*>(smem + l.zero);
+    for (int i = threadIdx.x; i < Sb<F>::kTableBytes / kChunkBytes; i += kMmaThreads)
+        zero[i] = make_uint4(0, 0, 0, 0);
+}
+
+// Lays the x of n <= NT tokens out in the block's shared memory (XLayout), each thread whole chunks, and
+// zeroes the zero region. Every thread calls it; it synchronizes the block before returning.
+template <Format F, int NT, int RT>
+__device__ void x_table_build(const float* x, int n, int64_t cols, const SmemLayout<F, NT, RT>& l,
+                              uint8_t* smem) {
+    zero_region_clear(l, smem);
+    const int64_t chunks = cols / Sb<F>::kChunkElems, table_chunks = l.x.sbs * kQuad;
+    for (int t = 0; t < n; ++t)
+        for (int64_t first = 0; first < table_chunks; first += kMmaThreads)  // block threads: quads
+            x_chunk_layout<F, NT>(x + t * cols, first + threadIdx.x, chunks, l.x, t, smem + l.table);
+    __syncthreads();
+}
+
+// Copies a laid-out x (x_table_kernel's output: whole 16-byte chunks) into the block's shared memory and
+// zeroes the zero region. Every thread calls it; it synchronizes the block before returning.
+template <Format F, int NT, int RT>
+__device__ void x_table_copy(const uint8_t* table, const SmemLayout<F, NT, RT>& l, uint8_t* smem) {
+    zero_region_clear(l, smem);
+    constexpr int kRound = 8;  // loads in flight per thread
+    const uint4* src = reinterpret_cast<const uint4*>(table);
+    uint4* dst = reinterpret_cast<uint4*>(smem + l.table);
+    const int n16 = static_cast<int>(l.x.bytes / kChunkBytes);
+    for (int first = 0; first < n16; first += kRound * kMmaThreads) {
+        uint4 v[kRound];
+#pragma unroll
+        for (int r = 0; r < kRound; ++r) {
+            const int i = first + r * kMmaThreads + threadIdx.x;
+            if (i < n16) v[r] = src[i];
+        }
+#pragma unroll
+        for (int r = 0; r < kRound; ++r) {
+            const int i = first + r * kMmaThreads + threadIdx.x;
+            if (i < n16) dst[i] = v[r];
         }
     }
     __syncthreads();
+}
+
+constexpr int kXThreads = 128;  // threads per block of x_table_kernel
+constexpr int kXMinBlocks = 8;  // its registers: one block fits beside two GEMV blocks on an SM
+
+// One x of a launch to lay out (x_table_kernel): n <= NT tokens of a row of `cols`, into `out` (XLayout).
+struct XSource {
+    const float* x;
+    uint8_t* out;
+    int64_t cols;
+    int n;
+};
+struct XBatch {
+    XSource src[kMaxJobs];  // the first `count` are used
+    int count = 0;
+};
+
+// Lays each source's x out in global memory (XLayout), for the GEMV launched after it: one thread per chunk.
+// A dependent launch: that GEMV's blocks start their weight loads while this grid runs.
+template <Format F, int NT>
+__global__ void __launch_bounds__(kXThreads, kXMinBlocks) x_table_kernel(XBatch batch) {
+    grid_dependents_launch();
+    const XSource& src = batch.src[blockIdx.y];
+    const XLayout<F, NT> l(src.cols);
+    const int64_t first = static_cast<int64_t>(blockIdx.x) * kXThreads;
+    if (first >= l.sbs * kQuad) return;  // the whole block: a shorter source
+    grid_dependency_wait();              // x is the kernel before's output
+    for (int t = 0; t < src.n; ++t)
+        x_chunk_layout<F, NT>(src.x + t * src.cols, first + threadIdx.x, src.cols / Sb<F>::kChunkElems, l, t,
+                              src.out);
 }
 
 // Where row `row`'s scales start.
@@ -269,7 +349,8 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-template <Format F, int NT, int RT>
+// XPRE: x comes laid out by x_table_kernel (batch.tables), else each block lays it out itself.
+template <Format F, int NT, int RT, bool XPRE>
 __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
     gemv_mma_kernel(MmaBatch batch, int parts, PairConsts k) {
     using S = Sb<F>;
@@ -328,8 +409,11 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
 #pragma unroll
     for (int j = 0; j < kStages - 1; ++j) issue(part + j * parts, j);
 
-    grid_dependency_wait();  // x is the kernel before's output
-    x_table_build<F, NT, RT>(job.x, job.n, w.cols, l, smem);
+    grid_dependency_wait();  // x, or its layout, is the kernel before's output
+    if constexpr (XPRE)
+        x_table_copy<F, NT, RT>(batch.tables[blockIdx.y], l, smem);
+    else
+        x_table_build<F, NT, RT>(job.x, job.n, w.cols, l, smem);
 
     // B: each token group's entry of this lane, or the zero region.
     const uint8_t* b_base[TG];
@@ -343,11 +427,11 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
         const int group = pair_col % S::kGroups, token = tg * S::kTokensPerMma + pair_col / S::kGroups;
         const bool valid = group == q * S::kGroups / kQuad && token < job.n;
         const int64_t lane_off = q * kEntryBytes + part_hl * kPartBytes;
-        b_base[tg] = smem + (valid ? l.table + token * l.table_bytes : l.zero) + lane_off;
+        b_base[tg] = smem + (valid ? l.table + token * l.x.table_bytes : l.zero) + lane_off;
         b_step[tg] = valid ? S::kTableBytes : 0;
         const int c_token = tg * S::kTokensPerMma + q / S::kGroups;
         x_inv[tg] =
-            reinterpret_cast<const float*>(smem + l.inv_scale) + (c_token < job.n ? c_token : 0) * l.sbs;
+            reinterpret_cast<const float*>(smem + l.inv_scale) + (c_token < job.n ? c_token : 0) * l.x.sbs;
     }
 
     float acc[TG][RT][2];  // [token group][tile][row half]: the lane's group's sums
@@ -485,28 +569,25 @@ int sm_count() {
     return sms;
 }
 
-template <Format F, int NT, int RT>
-void mma_launch(const MmaBatch& b, int64_t max_rows, int parts, int64_t max_cols, cudaStream_t s) {
+template <Format F, int NT, int RT, bool XPRE>
+void mma_launch(const MmaBatch& b, dim3 grid, int parts, int64_t max_cols, cudaStream_t s) {
     // The largest shared-memory carveout: two blocks per SM need ~190 KB of it.
     static const bool raised = [] {
         cuda_check(
-            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(kSmemMax)),
+            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT, XPRE>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemMax)),
             "gemv_mma shared memory limit");
-        cuda_check(
-            cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared),
-            "gemv_mma shared memory carveout");
+        cuda_check(cudaFuncSetAttribute(gemv_mma_kernel<F, NT, RT, XPRE>,
+                                        cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        cudaSharedmemCarveoutMaxShared),
+                   "gemv_mma shared memory carveout");
         return true;
     }();
     (void)raised;
-    const int64_t rows_per_block = static_cast<int64_t>(kMmaWarps / parts) * kTileRows * RT;
-    const dim3 grid(static_cast<unsigned>((max_rows + rows_per_block - 1) / rows_per_block),
-                    static_cast<unsigned>(b.count));
     const size_t smem = static_cast<size_t>(SmemLayout<F, NT, RT>(max_cols).total);
-    cuda_check(
-        launch_dependent(gemv_mma_kernel<F, NT, RT>, grid, dim3(kMmaThreads), smem, s, b, parts, kPairConsts),
-        "gemv_mma launch");
+    cuda_check(launch_dependent(gemv_mma_kernel<F, NT, RT, XPRE>, grid, dim3(kMmaThreads), smem, s, b, parts,
+                                kPairConsts),
+               "gemv_mma launch");
 }
 
 // Rows per warp and the warps that split each row group's SBs: two tiles per warp where they fit and still
@@ -525,6 +606,72 @@ void mma_plan(int64_t rows, int64_t cols, int jobs, bool two_tiles_fit, bool dee
         rt == 1 && deep_ring_fits ? resident / 2 + 1 : resident;  // warps * parts stays below
     parts = 1;
     while (parts < kMmaWarps && warps * parts < limit && sbs >= 2LL * parts * 2) parts *= 2;
+}
+
+// Lays out each distinct x of the batch (an expert's gate and up share one) in scratch memory with
+// x_table_kernel, launched here, and points the jobs at their layouts. Returns the scratch, to be freed in
+// stream order once the GEMV is queued.
+template <Format F, int NT>
+void* x_tables_launch(MmaBatch& batch, cudaStream_t s) {
+    XBatch xb;
+    int source_of[kMaxJobs];
+    int64_t offset[kMaxJobs];
+    int64_t bytes = 0, max_chunks = 1;
+    for (int i = 0; i < batch.count; ++i) {
+        const GemvJob& j = batch.jobs[i];
+        int src = 0;
+        while (src < xb.count &&
+               !(xb.src[src].x == j.x && xb.src[src].n == j.n && xb.src[src].cols == j.w.cols))
+            ++src;
+        if (src == xb.count) {
+            xb.src[xb.count++] = {j.x, nullptr, j.w.cols, j.n};
+            const XLayout<F, NT> xl(j.w.cols);
+            offset[src] = bytes;
+            bytes += xl.bytes;
+            max_chunks = std::max(max_chunks, xl.sbs * kQuad);
+        }
+        source_of[i] = src;
+    }
+    void* scratch = nullptr;
+    cuda_check(cudaMallocAsync(&scratch, static_cast<size_t>(bytes), s), "gemv_mma x scratch");
+    for (int i = 0; i < xb.count; ++i) xb.src[i].out = static_cast<uint8_t*>(scratch) + offset[i];
+    for (int i = 0; i < batch.count; ++i) batch.tables[i] = xb.src[source_of[i]].out;
+    const dim3 grid(static_cast<unsigned>((max_chunks + kXThreads - 1) / kXThreads),
+                    static_cast<unsigned>(xb.count));
+    cuda_check(launch_dependent(x_table_kernel<F, NT>, grid, dim3(kXThreads), 0, s, xb),
+               "gemv_mma x layout launch");
+    return scratch;
+}
+
+// Plans and launches one batch. x is laid out once per launch (x_table_kernel) for the 4-bit formats in
+// launches of more than one wave (a MoE layer's): it spares every block the layout, which is a larger share
+// of a 4-bit block's work than of an fp8 one's (half the weight bytes per x), at the cost of one more
+// dependent step before the first mma; one-wave launches (single matrices) and fp8 measured slower with it.
+template <Format F, int NT>
+void mma_run(MmaBatch& batch, int64_t max_rows, int64_t max_cols, cudaStream_t s) {
+    const bool two_tiles_fit =
+        NT <= kTwoTileMaxTokens && SmemLayout<F, NT, 2>(max_cols).total <= static_cast<int64_t>(kSmemMax);
+    int rt = 1, parts = 1;
+    mma_plan<F>(max_rows, max_cols, batch.count, two_tiles_fit, deep_ring<NT, 1>(), rt, parts);
+    const int64_t rows_per_block = static_cast<int64_t>(kMmaWarps / parts) * kTileRows * rt;
+    const dim3 grid(static_cast<unsigned>((max_rows + rows_per_block - 1) / rows_per_block),
+                    static_cast<unsigned>(batch.count));
+    constexpr bool kXPreFormat = F != Format::fp8_e4m3_block;
+    const bool xpre = kXPreFormat && static_cast<int64_t>(grid.x) * grid.y >
+                                         static_cast<int64_t>(sm_count()) * kMmaMinBlocks;
+    void* scratch = nullptr;
+    if constexpr (kXPreFormat)
+        if (xpre) scratch = x_tables_launch<F, NT>(batch, s);
+    auto launch = [&](auto xpre_c) {
+        constexpr bool XPRE = decltype(xpre_c)::value;
+        if constexpr (NT <= kTwoTileMaxTokens)
+            if (rt == 2) return mma_launch<F, NT, 2, XPRE>(batch, grid, parts, max_cols, s);
+        mma_launch<F, NT, 1, XPRE>(batch, grid, parts, max_cols, s);
+    };
+    if constexpr (kXPreFormat)
+        if (xpre) launch(std::true_type{});
+    if (!xpre) launch(std::false_type{});
+    if (scratch) cuda_check(cudaFreeAsync(scratch, s), "gemv_mma x scratch");
 }
 
 }  // namespace
@@ -559,13 +706,7 @@ void gemv_mma(const GemvJob* jobs, int count, cudaStream_t s) {
             constexpr Format F = decltype(format)::value;
             mma_tokens_dispatch(max_n, [&](auto tokens) {
                 constexpr int NT = decltype(tokens)::value;
-                const bool two_tiles_fit = NT <= kTwoTileMaxTokens && SmemLayout<F, NT, 2>(max_cols).total <=
-                                                                          static_cast<int64_t>(kSmemMax);
-                int rt = 1, parts = 1;
-                mma_plan<F>(max_rows, max_cols, batch.count, two_tiles_fit, deep_ring<NT, 1>(), rt, parts);
-                if constexpr (NT <= kTwoTileMaxTokens)
-                    if (rt == 2) return mma_launch<F, NT, 2>(batch, max_rows, parts, max_cols, s);
-                mma_launch<F, NT, 1>(batch, max_rows, parts, max_cols, s);
+                mma_run<F, NT>(batch, max_rows, max_cols, s);
             });
         });
         cuda_check(cudaGetLastError(), "gemv_mma launch");
