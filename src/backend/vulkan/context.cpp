@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "backend/vulkan/buffer.h"
-#include "backend/vulkan/coop_matrix.h"
 #include "core/error.h"
 
 namespace coli::vk {
@@ -90,15 +89,6 @@ Context::Context(int index) {
     dci.pEnabledFeatures = &enabled;
     std::vector<const char*> ext;
     if (device_has_extension(api, physical, kPortabilitySubset)) ext.push_back(kPortabilitySubset);
-    CoopMatrix coop = coop_matrix_probe(api, physical, sub, props);
-    coop_gemv = coop.usable;
-    coop_detail = coop.detail;
-    if (coop_gemv) {
-        ext.push_back(kCoopMatrixExtension);
-        coop.coop.pNext = &coop.float16;
-        coop.float16.pNext = const_cast<void*>(dci.pNext);
-        dci.pNext = &coop.coop;
-    }
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     if (std::getenv(kPipelineStatsEnv) != nullptr) {
@@ -106,7 +96,6 @@ Context::Context(int index) {
         if (pipeline_stats) {
             ext.push_back(kExecutableProperties);
             executable.pipelineExecutableInfo = VK_TRUE;
-            executable.pNext = const_cast<void*>(dci.pNext);
             dci.pNext = &executable;
         } else {
             fmt::print(stderr, "vulkan: {} is set, but {} has no {}: no pipeline statistics\n",

@@ -77,8 +77,6 @@ public:
     void matmul_device(const vk::DeviceWeight& w, const vk::BufferPtr& x, int64_t n, const vk::BufferPtr& y);
     // Decode GEMV jobs in few dispatches (gemv.cpp).
     void gemv(const vk::GemvJobs& jobs);
-    // gemv on the tensor cores (gemv_coop.comp), where coop_fits says it runs.
-    void gemv_coop(const vk::GemvJobs& jobs);
     // Runs shader `name` (specialized by spec) on buffers with push constants `push`.
     template <typename Push>
     void run(std::string_view name, std::initializer_list<uint32_t> spec,
