@@ -1,6 +1,7 @@
 // Row-wise and element-wise kernels: embedding, rms_norm, add, clamp, rope, and the gather / SwiGLU /
 // weighted scatter-add steps of the routed experts. All in f32, in the CPU backend's operation order.
 #include "backend/cuda/decode.cuh"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/limits.h"
 #include "core/error.h"
@@ -100,9 +101,12 @@ __global__ void gather_kernel(const float* __restrict__ x, int64_t d, const int3
     COLI_GRID_STRIDE(i, m * d) out[i] = x[rows[i / d] * d + i % d];
 }
 
-// out may alias gate (in place).
+// out may alias gate (in place). A dependent launch: between the routed experts' gate/up and down GEMVs (also
+// dependent launches) it lets the down GEMV's blocks start and issue their weight loads while it runs.
 __global__ void glu_kernel(const float* gate, const float* __restrict__ up, int64_t count, GluArgs act,
                            float* out) {
+    grid_dependents_launch();
+    grid_dependency_wait();  // gate and up are the kernel before's output
     COLI_GRID_STRIDE(i, count) out[i] = coli::glu(act.kind, act.beta, act.linear_beta, gate[i], up[i]);
 }
 
@@ -221,8 +225,9 @@ void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t m, floa
 
 void glu(const float* gate, const float* up, int64_t count, const GluArgs& act, float* out, cudaStream_t s) {
     if (count == 0) return;
-    glu_kernel<<<grid_for(count), kThreads, 0, s>>>(gate, up, count, act, out);
-    cuda_check(cudaGetLastError(), "glu launch");
+    cuda_check(
+        launch_dependent(glu_kernel, dim3(grid_for(count)), dim3(kThreads), 0, s, gate, up, count, act, out),
+        "glu launch");
 }
 
 void mul_sigmoid(const float* a, const float* b, int64_t count, float* out, cudaStream_t s) {

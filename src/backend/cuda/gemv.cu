@@ -7,8 +7,9 @@
 // are not whole chunks take the scalar kernel.
 //
 // gemv_batch runs the same warp code over several matrices in one launch (blockIdx.y picks the job): the
-// experts of a MoE layer in decode, where one launch per matrix would cost more than reading it. It is a
-// dependent launch (dependent_launch.cuh): its blocks start as the launch before it drains.
+// experts of a MoE layer in decode, where one launch per matrix would cost more than reading it; a single
+// matrix is a batch of one. It is a dependent launch (dependent_launch.cuh): its blocks start as the launch
+// before it drains and issue their first weight loads before waiting for its output.
 //
 // int4-g64, mxfp4 and fp8-e4m3-block go to the tensor-core GEMV (gemv_mma.cu) wherever it takes them: here
 // they are bound by instruction issue. The kernels below keep the other formats (memory-bound, or int8,
@@ -116,7 +117,8 @@ __device__ __forceinline__ void chunk_accumulate(const uint4 (&q)[R], const floa
 
 // The chunks part, part + parts, ... (of 32 each, one per lane) of rows [r0, r0 + R) (those below w.rows; r0
 // is one) for n <= NT tokens, by one warp: acc gets each lane's partial sums. The next chunk's loads are
-// issued before the current chunk is computed, so memory latency overlaps arithmetic.
+// issued before the current chunk is computed, so memory latency overlaps arithmetic; the first before
+// waiting for the launch before (x is its output).
 template <Format F, int NT, int R>
 __device__ __forceinline__ void rows_partial(const DeviceWeight& w, const XGlobal& xs, int n, int64_t r0,
                                              int lane, int part, int parts, const Consts& k,
@@ -149,6 +151,7 @@ __device__ __forceinline__ void rows_partial(const DeviceWeight& w, const XGloba
         }
     };
     if (c < chunks) load(c, q, s);
+    grid_dependency_wait();
     for (; c < chunks; c += step) {
         uint4 qn[R];
         float sn[R];
@@ -213,16 +216,8 @@ __device__ __forceinline__ void block_gemv(const DeviceWeight& w, const float* _
 }
 
 template <Format F, int NT>
-__global__ void __launch_bounds__(kGemvThreads)
-    gemv_chunked(DeviceWeight w, const float* __restrict__ x, int n, float* __restrict__ y, int parts,
-                 Consts k) {
-    block_gemv<F, NT>(w, x, n, y, parts, k);
-}
-
-template <Format F, int NT>
 __global__ void __launch_bounds__(kGemvThreads) gemv_batch_chunked(GemvBatch batch, int parts, Consts k) {
     grid_dependents_launch();  // the next kernel's blocks may take the SMs this grid leaves
-    grid_dependency_wait();    // x is the kernel before's output
     const GemvJob& job = batch.jobs[blockIdx.y];
     block_gemv<F, NT>(job.w, job.x, job.n, job.y, parts, k);
 }
@@ -303,24 +298,16 @@ int max_tokens(const GemvJob* jobs, int count) {
     return n;
 }
 
-// One group of n <= kCudaGemvMaxTokens tokens: the tensor-core kernel where it takes w, else the chunked
-// kernel where rows are whole chunks, else the scalar one.
+// One group of n <= kCudaGemvMaxTokens tokens: a batch of one (the tensor-core kernel where it takes w, else
+// the chunked one) where rows are whole chunks, else the scalar kernel.
 void gemv_group(const DeviceWeight& w, const float* x, int n, float* y, cudaStream_t s) {
-    if (gemv_mma_fits(w, n)) {
+    if (chunks_fit(w)) {
         const GemvJob job{w, x, y, n};
-        return gemv_mma(&job, 1, s);
+        return gemv_batch(&job, 1, s);
     }
-    format_dispatch(w.format, [&](auto format) {
-        constexpr Format F = decltype(format)::value;
-        tokens_dispatch(n, [&](auto tokens) {
-            constexpr int NT = decltype(tokens)::value;
-            if (w.cols % chunk_elems<F>() == 0) {
-                const GemvGrid g = grid_plan<F, NT>(w.rows, w.cols, 1);
-                gemv_chunked<F, NT><<<g.blocks, kGemvThreads, 0, s>>>(w, x, n, y, g.parts, kConsts);
-            } else {
-                gemv_scalar<NT><<<blocks_for(w.rows, 1), kGemvThreads, 0, s>>>(w, x, n, y);
-            }
-        });
+    tokens_dispatch(n, [&](auto tokens) {
+        constexpr int NT = decltype(tokens)::value;
+        gemv_scalar<NT><<<blocks_for(w.rows, 1), kGemvThreads, 0, s>>>(w, x, n, y);
     });
 }
 

@@ -2,7 +2,8 @@
 //   decode (every expert has at most kCudaGemvMaxTokens tokens, one d_ff): one gather of the routed rows,
 //     one batched GEMV for every expert's gate and up, one activation (SwiGLU or SiTU), one batched GEMV for
 //     the downs and one combine that adds each token's expert outputs in the CPU's order: five launches per
-//     layer, however many experts.
+//     layer, however many experts. The GEMVs and the activation are dependent launches, so the down GEMV's
+//     blocks issue their weight loads while the activation runs.
 //   prefill: per expert (ascending id, as the CPU adds them) gather its tokens, gate and up matmuls,
 //     activation, down matmul, add back weighted; the next expert's upload is issued before the current
 //     expert's kernels are queued, so copies overlap compute.
