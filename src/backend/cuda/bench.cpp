@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/bench_shapes.h"
 #include "backend/cuda/blas.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_backend_impl.h"
@@ -28,19 +29,7 @@ constexpr uint64_t kCopyBytes = 2ull << 30;  // device-to-device copy size
 constexpr int kL2Multiple = 4;               // rotate weight copies until they span this many L2 sizes
 constexpr int kMaxCopies = 64;               // at most this many copies of one weight
 constexpr int64_t kPrefillTokens = 2048;     // tokens of the prefill GEMM
-constexpr int kBenchExperts = 8;             // routed experts per token (DeepSeek V3, GLM-5)
-constexpr int64_t kExpertModel = 7168;       // d_model of DeepSeek V3 / Kimi
-constexpr int64_t kExpertFf = 2048;          // their expert d_ff
 constexpr double kGiga = 1e9, kTera = 1e12;
-
-struct Shape {
-    int64_t rows, cols;
-};
-// Real MoE shapes (DeepSeek V3 / Kimi expert down and gate: 7168 x 2048 and 2048 x 7168; GLM: 6144 x 2048)
-// and one matrix larger than the L2 on its own.
-constexpr Shape kShapes[] = {{7168, 2048}, {2048, 7168}, {6144, 2048}, {8192, 8192}};
-constexpr Format kFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
-                               Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
 
 // Milliseconds per call of f on the stream: the median of kRepeats runs of `calls` back-to-back calls.
 template <typename F>
@@ -101,16 +90,18 @@ uint64_t weight_bytes(const WeightView& v) {
 }
 
 // A MoE layer's routed experts in decode, as moe_experts runs them: every gate and up in one batched
-// launch, every down in a second.
-void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const float* x, float* y, double copy_gbps) {
+// launch, every down in a second. x and y hold at least kBenchExperts * max(d_model, d_ff) floats.
+void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const BenchMoeShape& m, const float* x,
+                      float* y, double copy_gbps) {
     cudaStream_t s = ctx->compute;
-    fmt::print("\ndecode MoE layer, n = 1: {} experts of [{} x {}] gate, up and down in 2 batched launches\n",
-               kBenchExperts, kExpertFf, kExpertModel);
+    fmt::print(
+        "\ndecode MoE layer of {}, n = 1: {} experts of [{} x {}] gate, up and down in 2 batched launches\n",
+        m.model, kBenchExperts, m.d_ff, m.d_model);
     fmt::print("{:<16} {:>10} {:>10} {:>9}\n", "format", "us", "GB/s", "of copy");
-    const std::vector<float> wf = random_normal(static_cast<size_t>(kExpertFf * kExpertModel), 13);
-    for (Format f : kFormats) {
-        const EncodedWeight gu = weight_encode(f, wf.data(), kExpertFf, kExpertModel);
-        const EncodedWeight dn = weight_encode(f, wf.data(), kExpertModel, kExpertFf);
+    const std::vector<float> wf = random_normal(static_cast<size_t>(m.d_ff * m.d_model), 13);
+    for (Format f : kBenchFormats) {
+        const EncodedWeight gu = weight_encode(f, wf.data(), m.d_ff, m.d_model);
+        const EncodedWeight dn = weight_encode(f, wf.data(), m.d_model, m.d_ff);
         const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
         // One copy per matrix of the layer, times enough layers to exceed the L2.
         const Copies gate_up =
@@ -121,9 +112,9 @@ void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const float* x,
         for (int l = 0; l < layers; ++l)
             for (int e = 0; e < kBenchExperts; ++e) {
                 const int g = (l * kBenchExperts + e) % static_cast<int>(gate_up.views.size() / 2);
-                first[l].push_back({gate_up.views[2 * g], x, y + (2 * e) * kExpertFf, 1});
-                first[l].push_back({gate_up.views[2 * g + 1], x, y + (2 * e + 1) * kExpertFf, 1});
-                second[l].push_back({down.views[l * kBenchExperts + e], x, y + e * kExpertModel, 1});
+                first[l].push_back({gate_up.views[2 * g], x, y + (2 * e) * m.d_ff, 1});
+                first[l].push_back({gate_up.views[2 * g + 1], x, y + (2 * e + 1) * m.d_ff, 1});
+                second[l].push_back({down.views[l * kBenchExperts + e], x, y + e * m.d_model, 1});
             }
         const double ms = time_ms(s, [&](int i) {
             const int l = i % layers;
@@ -165,13 +156,13 @@ void cuda_bench_print() {
 
     struct Gemm {
         Format f;
-        Shape sh;
+        BenchShape sh;
         double ms;
     };
     std::vector<Gemm> gemms;
-    for (const Shape& sh : kShapes) {
+    for (const BenchShape& sh : kBenchGemvShapes) {
         const std::vector<float> wf = random_normal(static_cast<size_t>(sh.rows * sh.cols), 11);
-        for (Format f : kFormats) {
+        for (Format f : kBenchFormats) {
             const EncodedWeight e = weight_encode(f, wf.data(), sh.rows, sh.cols);
             const WeightView v = e.view();
             const Copies c = copies_make(ctx, v, cuda::device_bytes_of(v), 1);
@@ -183,7 +174,7 @@ void cuda_bench_print() {
             fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n",
                        format_name(f), sh.rows, sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps,
                        100.0 * gbps / same_gbps);
-            if (sh.rows == kShapes[0].rows && sh.cols == kShapes[0].cols) {
+            if (sh.rows == kBenchGemvShapes[0].rows && sh.cols == kBenchGemvShapes[0].cols) {
                 const double gms = time_ms(s, [&](int i) {
                     backend.matmul_device(dw[i % copies], x.get(), kPrefillTokens, y.get());
                 });
@@ -192,10 +183,10 @@ void cuda_bench_print() {
         }
     }
 
-    moe_decode_bench(ctx, x.get(), y.get(), copy_gbps);
+    for (const BenchMoeShape& m : kBenchMoeShapes) moe_decode_bench(ctx, m, x.get(), y.get(), copy_gbps);
 
     // cuBLAS bf16 on the same shape: the tensor-core bound for prefill.
-    const Shape sh = kShapes[0];
+    const BenchShape sh = kBenchGemvShapes[0];
     cuda::Scratch<uint16_t> wb(ctx, sh.rows * sh.cols), xb(ctx, kPrefillTokens * sh.cols),
         scratch(ctx, std::max(sh.rows, kPrefillTokens) * sh.cols);
     cuda::split_bf16(x.get(), kPrefillTokens * sh.cols, xb.get(), scratch.get(), s);

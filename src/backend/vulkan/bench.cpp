@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <iterator>
 #include <vector>
 
+#include "backend/bench_shapes.h"
 #include "backend/vulkan/vulkan_backend.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
 #include "core/error.h"
@@ -30,19 +32,8 @@ constexpr uint32_t kCopyThreads = 256;         // copy_words.comp's local size
 constexpr uint64_t kSpanBytes = 256ull << 20;  // weight copies rotated over: several times any L2 cache
 constexpr int kMaxCopies = 64;                 // at most this many copies of one weight
 constexpr double kGiga = 1e9;
-constexpr int kBenchExperts = 8;        // routed experts per token (DeepSeek V3, GLM-5)
-constexpr int64_t kExpertModel = 7168;  // d_model of DeepSeek V3 / Kimi
-constexpr int64_t kExpertFf = 2048;     // their expert d_ff
-constexpr int kMoeCallsPerRun = 10;     // MoE layers per timed run
-constexpr int kMaxMoeLayers = 8;        // layers of experts rotated over at most
-
-struct Shape {
-    int64_t rows, cols;
-};
-// The CUDA benchmark's shapes: MoE expert matrices (DeepSeek V3 / Kimi, GLM) and one large matrix.
-constexpr Shape kShapes[] = {{7168, 2048}, {2048, 7168}, {6144, 2048}, {8192, 8192}};
-constexpr Format kFormats[] = {Format::f32,      Format::bf16,  Format::f16,           Format::int8_row,
-                               Format::int4_g64, Format::mxfp4, Format::fp8_e4m3_block};
+constexpr int kMoeCallsPerRun = 10;  // MoE layers per timed run
+constexpr int kMaxMoeLayers = 8;     // layers of experts rotated over at most
 
 // The device's clocks: an idle GPU lowers them, and between the bench's submissions it idles while the host
 // encodes weights and records commands (an H200's SM clock was seen at 345 MHz there instead of 1980). So
@@ -101,42 +92,44 @@ uint64_t weight_bytes(const WeightView& v) {
 // experts' bytes / time beside the copy: through moe_experts once they are in the device tier (what a model
 // runs: the routing upload, the tier, two batched GEMV dispatches and the combine), the two batched GEMV
 // dispatches alone, and one plain GEMV dispatch per matrix. Layers rotate so that calls read device memory.
-void moe_decode_bench(VulkanBackend& b, const std::function<void()>& load, uint64_t tier_bytes,
-                      double copy_gbps) {
+void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<void()>& load,
+                      uint64_t tier_bytes, double copy_gbps) {
+    const BenchMoeShape& m = kBenchMoeShapes[shape_index];
     fmt::print(
-        "\ndecode MoE layer, n = 1: {} experts of {}x{} (gate, up) and {}x{} (down): through moe_experts "
-        "(device "
-        "time; wall time with the host's recording); its two batched GEMV dispatches alone; one GEMV "
-        "dispatch "
-        "per matrix\n",
-        kBenchExperts, kExpertFf, kExpertModel, kExpertModel, kExpertFf);
+        "\ndecode MoE layer of {}, n = 1: {} experts of {}x{} (gate, up) and {}x{} (down): through "
+        "moe_experts (device time; wall time with the host's recording); its two batched GEMV dispatches "
+        "alone; one GEMV dispatch per matrix\n",
+        m.model, kBenchExperts, m.d_ff, m.d_model, m.d_model, m.d_ff);
     fmt::print("{:<16} {:>7} {:>10} {:>9} {:>12} {:>10} {:>9} {:>10} {:>9}\n", "format", "layers", "moe us",
                "of copy", "moe wall us", "batch us", "of copy", "single us", "of copy");
-    Tensor x = b.tensor_new(1, kExpertModel), y = b.tensor_new(1, kExpertModel);
-    b.tensor_write(x, random_normal(kExpertModel, 5));
+    Tensor x = b.tensor_new(1, m.d_model), y = b.tensor_new(1, m.d_model);
+    b.tensor_write(x, random_normal(m.d_model, 5));
     Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
     for (int e = 0; e < kBenchExperts; ++e) r.experts.push_back(e);
-    const std::vector<float> gw = random_normal(kExpertFf * kExpertModel, 13),
-                             dw = random_normal(kExpertModel * kExpertFf, 17);
+    const std::vector<float> gw = random_normal(m.d_ff * m.d_model, 13),
+                             dw = random_normal(m.d_model * m.d_ff, 17);
     // The batched dispatches' operands: job e reads x row e and writes row e of its output.
-    const std::vector<float> xs = random_normal(kBenchExperts * kExpertModel, 5);
+    const std::vector<float> xs = random_normal(kBenchExperts * m.d_model, 5);
     const vk::BufferPtr xb = b.upload(xs.data(), xs.size() * sizeof(float)),
-                        act = b.scratch(kBenchExperts * kExpertFf),
-                        out = b.scratch(kBenchExperts * kExpertModel);
+                        act = b.scratch(kBenchExperts * m.d_ff), out = b.scratch(kBenchExperts * m.d_model);
     std::vector<uint32_t> first;
     for (uint32_t e = 0; e <= kBenchExperts; ++e) first.push_back(e);
-    for (Format f : kFormats) {
-        const EncodedWeight gu = weight_encode(f, gw.data(), kExpertFf, kExpertModel),
-                            dn = weight_encode(f, dw.data(), kExpertModel, kExpertFf);
+    for (size_t fi = 0; fi < std::size(kBenchFormats); ++fi) {
+        const Format f = kBenchFormats[fi];
+        // The tier names an expert by (layer, id): each shape, format and layer has layers of its own.
+        const auto layer0 =
+            static_cast<int32_t>((shape_index * std::size(kBenchFormats) + fi) * kMaxMoeLayers);
+        const EncodedWeight gu = weight_encode(f, gw.data(), m.d_ff, m.d_model),
+                            dn = weight_encode(f, dw.data(), m.d_model, m.d_ff);
         const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
         const int layers = static_cast<int>(std::clamp<uint64_t>(
             std::min(kSpanBytes / layer_bytes + 1, tier_bytes / (4 * layer_bytes)), 1, kMaxMoeLayers));
         std::vector<std::vector<ExpertWeights>> experts(layers);
         for (int l = 0; l < layers; ++l)
             for (int e = 0; e < kBenchExperts; ++e)
-                experts[l].push_back(
-                    {e, Weight{gu.view(), nullptr, nullptr}, Weight{gu.view(), nullptr, nullptr},
-                     Weight{dn.view(), nullptr, nullptr}, static_cast<int32_t>(f) * kMaxMoeLayers + l});
+                experts[l].push_back({e, Weight{gu.view(), nullptr, nullptr},
+                                      Weight{gu.view(), nullptr, nullptr},
+                                      Weight{dn.view(), nullptr, nullptr}, layer0 + l});
         for (int l = 0; l < layers; ++l) b.moe_experts(experts[l], r, x, y);  // uploads into the tier
         const Timing moe = time_calls(
             b.stream(), load, [&](int i) { b.moe_experts(experts[i % layers], r, x, y); }, kMoeCallsPerRun);
@@ -221,9 +214,9 @@ void vulkan_bench_print(int device) {
     const std::vector<float> xh = random_normal(max_cols, 7);
     const vk::BufferPtr x = backend.upload(xh.data(), xh.size() * sizeof(float));
     const vk::BufferPtr y = backend.scratch(max_cols);
-    for (const Shape& sh : kShapes) {
+    for (const BenchShape& sh : kBenchGemvShapes) {
         const std::vector<float> wf = random_normal(static_cast<size_t>(sh.rows * sh.cols), 11);
-        for (Format f : kFormats) {
+        for (Format f : kBenchFormats) {
             const EncodedWeight e = weight_encode(f, wf.data(), sh.rows, sh.cols);
             const WeightView v = e.view();
             const uint64_t bytes = weight_bytes(v);
@@ -249,7 +242,8 @@ void vulkan_bench_print(int device) {
                        100.0 * gbps / same_gbps);
         }
     }
-    moe_decode_bench(backend, load, ctx->info.local_bytes / 2, copy_gbps);
+    for (size_t i = 0; i < std::size(kBenchMoeShapes); ++i)
+        moe_decode_bench(backend, i, load, ctx->info.local_bytes / 2, copy_gbps);
 }
 
 }  // namespace coli
