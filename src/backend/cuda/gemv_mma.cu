@@ -37,6 +37,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
@@ -608,11 +609,19 @@ void mma_plan(int64_t rows, int64_t cols, int jobs, bool two_tiles_fit, bool dee
     while (parts < kMmaWarps && warps * parts < limit && sbs >= 2LL * parts * 2) parts *= 2;
 }
 
+// Stream-ordered scratch memory: freed on its stream when the holder goes, so that the kernels queued
+// before (which use it) run first, also when a launch fails and throws.
+struct StreamFree {
+    cudaStream_t stream;  // the stream the memory was allocated on and is used on
+    void operator()(void* p) const { cudaFreeAsync(p, stream); }
+};
+using StreamScratch = std::unique_ptr<void, StreamFree>;
+
 // Lays out each distinct x of the batch (an expert's gate and up share one) in scratch memory with
-// x_table_kernel, launched here, and points the jobs at their layouts. Returns the scratch, to be freed in
-// stream order once the GEMV is queued.
+// x_table_kernel, launched here, and points the jobs at their layouts. Returns the scratch, which must be
+// held until the GEMV is queued.
 template <Format F, int NT>
-void* x_tables_launch(MmaBatch& batch, cudaStream_t s) {
+StreamScratch x_tables_launch(MmaBatch& batch, cudaStream_t s) {
     XBatch xb;
     int source_of[kMaxJobs];
     int64_t offset[kMaxJobs];
@@ -632,9 +641,10 @@ void* x_tables_launch(MmaBatch& batch, cudaStream_t s) {
         }
         source_of[i] = src;
     }
-    void* scratch = nullptr;
-    cuda_check(cudaMallocAsync(&scratch, static_cast<size_t>(bytes), s), "gemv_mma x scratch");
-    for (int i = 0; i < xb.count; ++i) xb.src[i].out = static_cast<uint8_t*>(scratch) + offset[i];
+    void* memory = nullptr;
+    cuda_check(cudaMallocAsync(&memory, static_cast<size_t>(bytes), s), "gemv_mma x scratch");
+    StreamScratch scratch(memory, StreamFree{s});
+    for (int i = 0; i < xb.count; ++i) xb.src[i].out = static_cast<uint8_t*>(memory) + offset[i];
     for (int i = 0; i < batch.count; ++i) batch.tables[i] = xb.src[source_of[i]].out;
     const dim3 grid(static_cast<unsigned>((max_chunks + kXThreads - 1) / kXThreads),
                     static_cast<unsigned>(xb.count));
@@ -659,7 +669,7 @@ void mma_run(MmaBatch& batch, int64_t max_rows, int64_t max_cols, cudaStream_t s
     constexpr bool kXPreFormat = F != Format::fp8_e4m3_block;
     const bool xpre = kXPreFormat && static_cast<int64_t>(grid.x) * grid.y >
                                          static_cast<int64_t>(sm_count()) * kMmaMinBlocks;
-    void* scratch = nullptr;
+    StreamScratch scratch(nullptr, StreamFree{s});  // held until the GEMV is queued
     if constexpr (kXPreFormat)
         if (xpre) scratch = x_tables_launch<F, NT>(batch, s);
     auto launch = [&](auto xpre_c) {
@@ -671,7 +681,6 @@ void mma_run(MmaBatch& batch, int64_t max_rows, int64_t max_cols, cudaStream_t s
     if constexpr (kXPreFormat)
         if (xpre) launch(std::true_type{});
     if (!xpre) launch(std::false_type{});
-    if (scratch) cuda_check(cudaFreeAsync(scratch, s), "gemv_mma x scratch");
 }
 
 }  // namespace
