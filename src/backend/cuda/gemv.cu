@@ -269,12 +269,7 @@ struct GemvGrid {
 // chunk): short, wide matrices otherwise leave most SMs idle.
 template <Format F, int NT>
 GemvGrid grid_plan(int64_t rows, int64_t cols, int64_t jobs) {
-    static const int sms = [] {
-        int device = 0, count = 1;
-        cudaGetDevice(&device);
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
-        return count;
-    }();
+    const int sms = sm_count();
     constexpr int R = rows_per_warp<NT>();
     const int64_t groups = (rows + R - 1) / R, chunks = cols / chunk_elems<F>();
     int parts = 1;
@@ -329,6 +324,16 @@ void gemv(const DeviceWeight& w, const float* x, int64_t n, float* y, cudaStream
         gemv_group(w, x + t0 * w.cols, nt, y + t0 * w.rows, s);
         cuda_check(cudaGetLastError(), "gemv launch");
     }
+}
+
+int sm_count() {
+    static const int sms = [] {
+        int device = 0, count = 1;
+        cudaGetDevice(&device);
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+        return count;
+    }();
+    return sms;
 }
 
 bool gemv_batch_fits(const DeviceWeight& w) {

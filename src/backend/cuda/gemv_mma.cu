@@ -560,16 +560,6 @@ bool mma_format_dispatch(Format f, Fn&& fn) {
     }
 }
 
-int sm_count() {
-    static const int sms = [] {
-        int device = 0, count = 1;
-        cudaGetDevice(&device);
-        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
-        return count;
-    }();
-    return sms;
-}
-
 template <Format F, int NT, int RT, bool XPRE>
 void mma_launch(const MmaBatch& b, dim3 grid, int parts, int64_t max_cols, cudaStream_t s) {
     // The largest shared-memory carveout: two blocks per SM need ~190 KB of it.

@@ -39,6 +39,8 @@ struct GemvJob {
 bool gemv_batch_fits(const DeviceWeight& w);
 // Every job's gemv, in as few launches as the kernel's parameter space allows.
 void gemv_batch(const GemvJob* jobs, int count, cudaStream_t s);
+// Streaming multiprocessors of the current device, asked once per process: the GEMVs' grid plans.
+int sm_count();
 // Whether the tensor-core GEMV (gemv_mma.cu) takes w for n tokens: int4-g64, mxfp4 and fp8-e4m3-block, rows
 // of whole 16-byte chunks, and x of n tokens fitting its shared-memory layout.
 bool gemv_mma_fits(const DeviceWeight& w, int n);
