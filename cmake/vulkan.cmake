@@ -23,7 +23,11 @@ set(coli_vk_variants
     "gemv_subgroup|gemv.comp|-DCOLI_SUBGROUP=1,-DCOLI_BATCH=0"
     "gemv_shared|gemv.comp|-DCOLI_SUBGROUP=0,-DCOLI_BATCH=0"
     "gemv_batch_subgroup|gemv.comp|-DCOLI_SUBGROUP=1,-DCOLI_BATCH=1"
-    "gemv_batch_shared|gemv.comp|-DCOLI_SUBGROUP=0,-DCOLI_BATCH=1")
+    "gemv_batch_shared|gemv.comp|-DCOLI_SUBGROUP=0,-DCOLI_BATCH=1"
+    "gemv_dot_subgroup|gemv.comp|-DCOLI_SUBGROUP=1,-DCOLI_BATCH=0,-DCOLI_INT_DOT=1"
+    "gemv_dot_shared|gemv.comp|-DCOLI_SUBGROUP=0,-DCOLI_BATCH=0,-DCOLI_INT_DOT=1"
+    "gemv_batch_dot_subgroup|gemv.comp|-DCOLI_SUBGROUP=1,-DCOLI_BATCH=1,-DCOLI_INT_DOT=1"
+    "gemv_batch_dot_shared|gemv.comp|-DCOLI_SUBGROUP=0,-DCOLI_BATCH=1,-DCOLI_INT_DOT=1")
 set(coli_vk_builds)
 foreach(src ${coli_vk_sources})
   get_filename_component(base ${src} NAME_WE)

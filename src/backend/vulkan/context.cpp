@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "backend/vulkan/buffer.h"
@@ -19,6 +20,31 @@ constexpr const char* kNoSubgroupsEnv = "COLI_VULKAN_NO_SUBGROUPS";
 // Set: every pipeline reports the driver's statistics of its compiled code (pipeline_stats.h).
 constexpr const char* kPipelineStatsEnv = "COLI_VULKAN_PIPELINE_STATS";
 constexpr const char* kExecutableProperties = "VK_KHR_pipeline_executable_properties";
+constexpr const char* kIntDot = "VK_KHR_shader_integer_dot_product";
+// "0": the int4 GEMV never uses integer dot products; "1": it does wherever the device has them, also where
+// the driver emulates them (tests run that path on lavapipe). Unset: where the device accelerates them.
+constexpr const char* kIntDotEnv = "COLI_VULKAN_INT_DOT";
+
+// Whether the int4 GEMV takes the integer dot-product path on `physical` (kIntDotEnv).
+bool int_dot_wanted(const Api& api, VkPhysicalDevice physical) {
+    const char* env = std::getenv(kIntDotEnv);
+    if ((env != nullptr && std::string_view(env) == "0") || !device_has_extension(api, physical, kIntDot))
+        return false;
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR f{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    f2.pNext = &f;
+    api.vkGetPhysicalDeviceFeatures2(physical, &f2);
+    if (!f.shaderIntegerDotProduct) return false;
+    if (env != nullptr && std::string_view(env) == "1") return true;
+    VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR p{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &p;
+    api.vkGetPhysicalDeviceProperties2(physical, &p2);
+    return p.integerDotProduct4x8BitPackedUnsignedAccelerated &&
+           p.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
+}
 
 // The first memory type with all of `want`, in heap `heap` when heap >= 0.
 int32_t memory_type_find(const VkPhysicalDeviceMemoryProperties& m, VkMemoryPropertyFlags want,
@@ -89,6 +115,14 @@ Context::Context(int index) {
     dci.pEnabledFeatures = &enabled;
     std::vector<const char*> ext;
     if (device_has_extension(api, physical, kPortabilitySubset)) ext.push_back(kPortabilitySubset);
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+    int_dot = int_dot_wanted(api, physical);
+    if (int_dot) {
+        ext.push_back(kIntDot);
+        dot.shaderIntegerDotProduct = VK_TRUE;
+        dci.pNext = &dot;
+    }
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     if (std::getenv(kPipelineStatsEnv) != nullptr) {
@@ -96,6 +130,7 @@ Context::Context(int index) {
         if (pipeline_stats) {
             ext.push_back(kExecutableProperties);
             executable.pipelineExecutableInfo = VK_TRUE;
+            executable.pNext = const_cast<void*>(dci.pNext);
             dci.pNext = &executable;
         } else {
             fmt::print(stderr, "vulkan: {} is set, but {} has no {}: no pipeline statistics\n",

@@ -37,6 +37,7 @@ struct Context {
     VkPhysicalDeviceMemoryProperties memory{};          // memory types and heaps
     uint32_t subgroup_size = 0;                         // lanes per subgroup
     bool subgroup_arithmetic = false;                   // subgroupAdd in compute shaders
+    bool int_dot = false;                               // packed 4x8-bit integer dot products (int4 GEMV)
     uint32_t weight_slots = 1;                          // weights per slot array (1: no batched GEMV)
     bool pipeline_stats = false;                        // pipelines report their compiled code's statistics
     uint32_t timestamp_bits = 0;                        // valid bits of the queue's timestamps (0: none)

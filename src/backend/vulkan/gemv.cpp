@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "backend/vulkan/limits.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
@@ -22,6 +23,16 @@ constexpr uint32_t kTeamRowsFewTokens = 4;         // row slots of a team for up
 constexpr uint32_t kTeamRowsFewTokens4Bit = 8;     // ... in the 4-bit formats (see team_rows)
 constexpr uint32_t kTeamRowsManyTokens = 2;        // ... and beyond (registers for the per-token sums)
 constexpr uint32_t kFewTokens = 2;
+constexpr uint32_t kIntDotMaxTokens = 2;  // gemv.comp's kDotMaxTokens: the int4 dot-product path's tokens
+constexpr int64_t kXPlanesThreads = 64;   // gemv_xplanes.comp's workgroup
+constexpr int64_t kXPlaneChunkCols = 32;  // int4 columns of a chunk: one row of planes per chunk
+constexpr int64_t kXPlaneFloats = 24;     // a chunk's planes, in 4-byte words (gemv_xplanes.comp)
+constexpr int64_t kXMetaFloats = 2;       // a chunk's 2^-k and sum of X
+
+struct XPlanesPush {
+    uint32_t rows, cols;
+    uint32_t gather;  // 1: row r is x row xrows[r]
+};
 
 struct GemvPush {
     uint32_t rows, cols;
@@ -65,6 +76,12 @@ GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, si
     return p;
 }
 
+// The name of a GEMV pipeline: gemv[_batch][_dot]_{subgroup,shared} (cmake/vulkan.cmake's variants).
+std::string gemv_pipeline(bool batch, bool dot, bool subgroup) {
+    return std::string(batch ? "gemv_batch" : "gemv") + (dot ? "_dot" : "") +
+           (subgroup ? "_subgroup" : "_shared");
+}
+
 }  // namespace
 
 namespace vk {
@@ -92,6 +109,22 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     const auto format = static_cast<uint32_t>(w0.format);
     const auto glu = static_cast<uint32_t>(g.act.kind);
     const bool sub = ctx_->subgroup_arithmetic;
+    const vk::BufferPtr xrows = g.xrows ? g.xrows : placeholder_;
+
+    // int4 on integer dot products: x as byte planes, laid out once for every job (gemv_xplanes.comp).
+    const bool dot = ctx_->int_dot && w0.format == Format::int4_g64 && tokens <= kIntDotMaxTokens;
+    vk::BufferPtr planes = placeholder_, meta = placeholder_;
+    if (dot) {
+        const int64_t rows = g.first.back(), chunks = w0.cols / kXPlaneChunkCols;
+        planes = scratch(rows * chunks * kXPlaneFloats);
+        meta = scratch(rows * chunks * kXMetaFloats);
+        const int64_t groups = (rows * chunks + kXPlanesThreads - 1) / kXPlanesThreads;
+        const auto gx = static_cast<uint32_t>(std::min<int64_t>(groups, vk::kMaxGroups));
+        const auto gy = static_cast<uint32_t>((groups + gx - 1) / gx);
+        const XPlanesPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(w0.cols),
+                               g.xrows ? 1u : 0u};
+        run("gemv_xplanes", {}, {g.x, xrows, planes, meta}, push, gx, gy);
+    }
 
     // One matrix over x as it is: the plain shader, its weight in slot 0.
     if (jobs == 1 && g.mats == 1 && !g.xrows) {
@@ -100,13 +133,12 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
         const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
         const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
         const vk::BufferPtr codes[] = {w0.data}, scales[] = {w0.scales};
-        run_slots(sub ? "gemv_subgroup" : "gemv_shared", {format, tokens, p.rows, 1, glu}, {g.x, g.y},
-                  vk::WeightSlots{codes, scales}, push, gx, gy, 1);
+        run_slots(gemv_pipeline(false, dot, sub), {format, tokens, p.rows, 1, glu},
+                  {g.x, g.y, placeholder_, planes, meta}, vk::WeightSlots{codes, scales}, push, gx, gy, 1);
         return;
     }
     check(ctx_->weight_slots >= g.mats, "vulkan gemv: the device binds no batch of weights");
     const size_t per_dispatch = std::min<size_t>(vk::kGemvMaxJobs, ctx_->weight_slots / g.mats);
-    const vk::BufferPtr xrows = g.xrows ? g.xrows : placeholder_;
     for (size_t j0 = 0; j0 < jobs; j0 += per_dispatch) {
         const size_t n = std::min(per_dispatch, jobs - j0);
         const GemvPlan p = gemv_plan(w0, tokens, g.mats, n);
@@ -120,9 +152,10 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
         const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
         const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
         run_slots(
-            sub ? "gemv_batch_subgroup" : "gemv_batch_shared",
+            gemv_pipeline(true, dot, sub),
             {format, tokens, p.rows, g.mats, glu, static_cast<uint32_t>(codes.size()), g.xrows ? 1u : 0u},
-            {g.x, g.y, xrows}, vk::WeightSlots{codes, scales}, push, gx, gy, static_cast<uint32_t>(n));
+            {g.x, g.y, xrows, planes, meta}, vk::WeightSlots{codes, scales}, push, gx, gy,
+            static_cast<uint32_t>(n));
     }
 }
 

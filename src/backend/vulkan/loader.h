@@ -22,6 +22,7 @@ namespace coli::vk {
     X(vkGetPhysicalDeviceProperties)            \
     X(vkGetPhysicalDeviceProperties2)           \
     X(vkGetPhysicalDeviceFeatures)              \
+    X(vkGetPhysicalDeviceFeatures2)             \
     X(vkGetPhysicalDeviceMemoryProperties)      \
     X(vkGetPhysicalDeviceQueueFamilyProperties) \
     X(vkEnumerateDeviceExtensionProperties)     \

@@ -81,11 +81,11 @@ VulkanBackend::VulkanBackend(std::shared_ptr<vk::Context> ctx, uint64_t vram_byt
 
 std::string VulkanBackend::description() const {
     std::string s = fmt::format(
-        "vulkan ({}; subgroups of {}{}; GEMV batches of {} weights; {} uploads; budget {:.2f} GB: dense "
-        "weights {:.1f} MB resident",
+        "vulkan ({}; subgroups of {}{}; GEMV batches of {} weights; int4 GEMV on {}; {} uploads; budget "
+        "{:.2f} GB: dense weights {:.1f} MB resident",
         vk::device_summary(ctx_->info), ctx_->subgroup_size, ctx_->subgroup_arithmetic ? " with add" : "",
-        ctx_->weight_slots, ctx_->unified() ? "in-place" : "staged", budget_ / kBytesPerGB,
-        dense_bytes_ / kBytesPerMB);
+        ctx_->weight_slots, ctx_->int_dot ? "integer dot products" : "f32 FMAs",
+        ctx_->unified() ? "in-place" : "staged", budget_ / kBytesPerGB, dense_bytes_ / kBytesPerMB);
     if (dense_on_host_ > 0)
         s += fmt::format(", {:.1f} MB left on the host (their ops fall back)", dense_on_host_ / kBytesPerMB);
     return s + ")";

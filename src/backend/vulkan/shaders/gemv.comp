@@ -10,8 +10,17 @@
 // (codec.glsl) and multiplies it with the matching x of every token, loaded once for all the rows. Short,
 // wide matrices split a row group's chunks over `parts` teams. A team's lanes meet through subgroupAdd when
 // a subgroup is a team (COLI_SUBGROUP and subgroups of kLanes), else through shared memory.
+//
+// COLI_INT_DOT (int4, up to kDotMaxTokens tokens): x comes as byte planes of integers (gemv_xplanes.comp),
+// and a lane multiplies each word of codes with them on the GPU's packed 4x8-bit integer dot product: the
+// even and the odd nibbles masked into bytes, three dot products each. Its chunk sums are exact integers,
+// scaled once per chunk. On GPUs that issue few f32 FMAs per byte of memory bandwidth (an H200) this needs
+// about half the instructions of the f32 path, which is bound by their issue there.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#if COLI_INT_DOT
+#extension GL_EXT_spirv_intrinsics : require
+#endif
 #if COLI_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -46,6 +55,10 @@ layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };  // [tokens, cols 
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };  // [tokens, rows]
 #if COLI_BATCH
 layout(std430, binding = 2) readonly buffer XRows { int xrows[]; };  // kGatherX: x row of each job token
+#endif
+#if COLI_INT_DOT
+layout(std430, binding = 3) readonly buffer Planes { uvec4 planes[]; };  // gemv_xplanes.comp's
+layout(std430, binding = 4) readonly buffer Meta { uvec2 meta[]; };      // [rows, chunks]: 2^-k, sum X
 #endif
 layout(std430, binding = 8) readonly buffer Codes { uvec4 chunk[]; } codes[kSlots];
 layout(std430, binding = 9) readonly buffer Scales { uint word[]; } scales[kSlots];
@@ -124,6 +137,56 @@ void chunk_add(uvec4 q[kMaxSlots], float s[kMaxSlots], uint c) {
     FOR_ACC(a) acc[a] = kChunkScaled ? fma(part[a] * kPreScale, s[a / kMaxTokens], acc[a]) : acc[a] + part[a];
 }
 
+#if COLI_INT_DOT
+// SPIR-V's packed 4x8-bit dot products (SPV_KHR_integer_dot_product; Debian 12's glslang has no GLSL name
+// for them): the sums of the products of the bytes of a and b, unsigned x unsigned and signed x unsigned.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4451)
+uint dot_uu(uint a, uint b, spirv_literal uint packed_format);
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
+int dot_su(uint a, uint b, spirv_literal uint packed_format);
+
+const uint kDotMaxTokens = 2u;       // = gemv.cpp's kIntDotMaxTokens
+const uint kXPlaneVecs = 6u;         // uvec4 of x planes per chunk: 3 planes of 8 words
+const uint kNibbles = 0x0f0f0f0fu;   // one nibble per byte
+
+// The sum over chunk q of code (0..15) x X, from the chunk's x planes p: exact in wrapping int32 arithmetic,
+// as the true sum is below 15 * 32 * 2^22 < 2^31. Plane words 2w and 2w + 1 (word w of codes: its even and
+// odd nibbles) are components 2(w % 2) and 2(w % 2) + 1 of the plane's uvec4 w / 2.
+int chunk_dot(uvec4 q, uvec4 p[kXPlaneVecs]) {
+    uint s0 = 0u, s1 = 0u;
+    int s2 = 0;
+    [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+        const uint even = q[w] & kNibbles, odd = (q[w] >> 4u) & kNibbles;
+        const uint v = w / 2u, k = 2u * (w % 2u);
+        s0 += dot_uu(even, p[v][k], 0) + dot_uu(odd, p[v][k + 1u], 0);
+        s1 += dot_uu(even, p[2u + v][k], 0) + dot_uu(odd, p[2u + v][k + 1u], 0);
+        s2 += dot_su(p[4u + v][k], even, 0) + dot_su(p[4u + v][k + 1u], odd, 0);
+    }
+    return (s2 << 16) + int(s1 << 8) + int(s0);
+}
+
+// Adds chunk c (codes q, scales s) of the team's rows times x to acc; x of token j is row xrow[j] of the
+// planes. Sum of (code - zero point) X = chunk_dot - zero point * sum X, below 2^30: exact.
+void chunk_add_dot(uvec4 q[kMaxSlots], float s[kMaxSlots], uint c, uint xrow[kMaxTokens], uint chunks) {
+    uvec4 xp[kDotMaxTokens * kXPlaneVecs];
+    uvec2 xm[kDotMaxTokens];
+    [[unroll]] for (uint i = 0u; i < kDotMaxTokens * kXPlaneVecs; ++i)
+        if (i / kXPlaneVecs < kTokens)
+            xp[i] = planes[(xrow[i / kXPlaneVecs] * chunks + c) * kXPlaneVecs + i % kXPlaneVecs];
+    [[unroll]] for (uint j = 0u; j < kDotMaxTokens; ++j)
+        if (j < kTokens) xm[j] = meta[xrow[j] * chunks + c];
+    FOR_ACC(a) {
+        const uint r = a / kMaxTokens, j = a % kMaxTokens;
+        if (j < kDotMaxTokens) {
+            uvec4 p[kXPlaneVecs];
+            [[unroll]] for (uint m = 0u; m < kXPlaneVecs; ++m) p[m] = xp[j * kXPlaneVecs + m];
+            const int t = chunk_dot(q[r], p) - (int(xm[j].y) << 3);  // zero point 8
+            acc[a] = fma(float(t), uintBitsToFloat(xm[j].x) * s[r], acc[a]);
+        }
+    }
+}
+#endif
+
 shared float lane_sums[kThreads];                // the shared-memory team sum
 shared float part_sums[kTeams][kMaxAcc];         // team sums, for the parts of a row group
 
@@ -178,6 +241,10 @@ void main() {
         xbase[j] = row * (pc.cols / 4u);
 #endif
     }
+#if COLI_INT_DOT
+    uint xrow[kMaxTokens];  // each token's row of the x planes: the rows of y
+    [[unroll]] for (uint j = 0u; j < kMaxTokens; ++j) xrow[j] = first + min(j, n - 1u);
+#endif
     uint base[kMaxSlots], rowof[kMaxSlots];  // each row slot's row (past the end: the last) and first chunk
     FOR_SLOTS(r) {
         rowof[r] = min(r0 + r % kRows, pc.rows - 1u);
@@ -208,7 +275,11 @@ void main() {
             }
             if (kFormat == kFp8)
                 FOR_SLOTS(r) if ((fp8_nan_bits(q[r]) & kByteHighBits) != 0u) nan_rows |= 1u << r;
+#if COLI_INT_DOT
+            chunk_add_dot(q, s, c, xrow, chunks);
+#else
             chunk_add(q, s, c);
+#endif
             q = qn;
             s = sn;
         }
