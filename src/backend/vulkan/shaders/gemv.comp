@@ -149,27 +149,33 @@ const uint kDotMaxTokens = 2u;       // = gemv.cpp's kIntDotMaxTokens
 const uint kXPlaneVecs = 6u;         // uvec4 of x planes per chunk: 3 planes of 8 words
 const uint kNibbles = 0x0f0f0f0fu;   // one nibble per byte
 
-// The sum over chunk q of code (0..15) x X, from the chunk's x planes p: exact in wrapping int32 arithmetic,
-// as the true sum is below 15 * 32 * 2^22 < 2^31. Plane words 2w and 2w + 1 (word w of codes: its even and
-// odd nibbles) are components 2(w % 2) and 2(w % 2) + 1 of the plane's uvec4 w / 2.
-int chunk_dot(uvec4 q, uvec4 p[kXPlaneVecs]) {
-    uint s0 = 0u, s1 = 0u;
-    int s2 = 0;
-    [[unroll]] for (uint w = 0u; w < 4u; ++w) {
-        const uint even = q[w] & kNibbles, odd = (q[w] >> 4u) & kNibbles;
-        const uint v = w / 2u, k = 2u * (w % 2u);
-        s0 += dot_uu(even, p[v][k], 0) + dot_uu(odd, p[v][k + 1u], 0);
-        s1 += dot_uu(even, p[2u + v][k], 0) + dot_uu(odd, p[2u + v][k + 1u], 0);
-        s2 += dot_su(p[4u + v][k], even, 0) + dot_su(p[4u + v][k + 1u], odd, 0);
-    }
-    return (s2 << 16) + int(s1 << 8) + int(s0);
+uvec4 xp[kDotMaxTokens * kXPlaneVecs];  // the current chunk's x planes: [token][plane][even / odd words]
+uvec2 xm[kDotMaxTokens];                 // and its 2^-k and sum of X, per token
+
+// Code word u times the x of its 8 columns: (plane 0, 1, 2) sums. p0, p1, p2 hold each plane's words for
+// u's even and odd nibbles.
+ivec3 word_dot(uint u, uvec2 p0, uvec2 p1, uvec2 p2) {
+    const uint even = u & kNibbles, odd = (u >> 4u) & kNibbles;
+    return ivec3(int(dot_uu(even, p0.x, 0) + dot_uu(odd, p0.y, 0)),
+                 int(dot_uu(even, p1.x, 0) + dot_uu(odd, p1.y, 0)),
+                 dot_su(p2.x, even, 0) + dot_su(p2.y, odd, 0));
+}
+
+// The sum over chunk q of code (0..15) x X for token j: exact in wrapping int32 arithmetic, as the true sum
+// is below 15 * 32 * 2^22 < 2^31. Plane p's words for code words 0 and 1 are uvec4 2p of the token's
+// planes, for code words 2 and 3 uvec4 2p + 1. No loops: it runs inside FOR_ACC (see above).
+int chunk_dot(uvec4 q, uint j) {
+    const uint b = j * kXPlaneVecs;
+    const ivec3 s = word_dot(q.x, xp[b].xy, xp[b + 2u].xy, xp[b + 4u].xy) +
+                    word_dot(q.y, xp[b].zw, xp[b + 2u].zw, xp[b + 4u].zw) +
+                    word_dot(q.z, xp[b + 1u].xy, xp[b + 3u].xy, xp[b + 5u].xy) +
+                    word_dot(q.w, xp[b + 1u].zw, xp[b + 3u].zw, xp[b + 5u].zw);
+    return (s.z << 16) + (s.y << 8) + s.x;
 }
 
 // Adds chunk c (codes q, scales s) of the team's rows times x to acc; x of token j is row xrow[j] of the
 // planes. Sum of (code - zero point) X = chunk_dot - zero point * sum X, below 2^30: exact.
 void chunk_add_dot(uvec4 q[kMaxSlots], float s[kMaxSlots], uint c, uint xrow[kMaxTokens], uint chunks) {
-    uvec4 xp[kDotMaxTokens * kXPlaneVecs];
-    uvec2 xm[kDotMaxTokens];
     [[unroll]] for (uint i = 0u; i < kDotMaxTokens * kXPlaneVecs; ++i)
         if (i / kXPlaneVecs < kTokens)
             xp[i] = planes[(xrow[i / kXPlaneVecs] * chunks + c) * kXPlaneVecs + i % kXPlaneVecs];
@@ -178,9 +184,7 @@ void chunk_add_dot(uvec4 q[kMaxSlots], float s[kMaxSlots], uint c, uint xrow[kMa
     FOR_ACC(a) {
         const uint r = a / kMaxTokens, j = a % kMaxTokens;
         if (j < kDotMaxTokens) {
-            uvec4 p[kXPlaneVecs];
-            [[unroll]] for (uint m = 0u; m < kXPlaneVecs; ++m) p[m] = xp[j * kXPlaneVecs + m];
-            const int t = chunk_dot(q[r], p) - (int(xm[j].y) << 3);  // zero point 8
+            const int t = chunk_dot(q[r], j) - (int(xm[j].y) << 3);  // zero point 8
             acc[a] = fma(float(t), uintBitsToFloat(xm[j].x) * s[r], acc[a]);
         }
     }
