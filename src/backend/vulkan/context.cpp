@@ -25,18 +25,26 @@ constexpr const char* kIntDot = "VK_KHR_shader_integer_dot_product";
 // the driver emulates them (tests run that path on lavapipe). Unset: where the device accelerates them.
 constexpr const char* kIntDotEnv = "COLI_VULKAN_INT_DOT";
 
-// Whether the int4 GEMV takes the integer dot-product path on `physical` (kIntDotEnv).
-bool int_dot_wanted(const Api& api, VkPhysicalDevice physical) {
+// Whether the int4 GEMV takes the integer dot-product path on `physical` (kIntDotEnv); a path forced on a
+// device without it is said on stderr.
+bool int_dot_wanted(const Api& api, VkPhysicalDevice physical, const std::string& name) {
     const char* env = std::getenv(kIntDotEnv);
-    if ((env != nullptr && std::string_view(env) == "0") || !device_has_extension(api, physical, kIntDot))
-        return false;
+    if (env != nullptr && std::string_view(env) == "0") return false;
+    const bool forced = env != nullptr && std::string_view(env) == "1";
     VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR f{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
-    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    f2.pNext = &f;
-    api.vkGetPhysicalDeviceFeatures2(physical, &f2);
-    if (!f.shaderIntegerDotProduct) return false;
-    if (env != nullptr && std::string_view(env) == "1") return true;
+    if (device_has_extension(api, physical, kIntDot)) {
+        VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+        f2.pNext = &f;
+        api.vkGetPhysicalDeviceFeatures2(physical, &f2);
+    }
+    if (!f.shaderIntegerDotProduct) {
+        if (forced)
+            fmt::print(stderr, "vulkan: {}=1 is set, but {} has no {}: the int4 GEMV runs on f32 FMAs\n",
+                       kIntDotEnv, name, kIntDot);
+        return false;
+    }
+    if (forced) return true;
     VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR p{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -117,7 +125,7 @@ Context::Context(int index) {
     if (device_has_extension(api, physical, kPortabilitySubset)) ext.push_back(kPortabilitySubset);
     VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
-    int_dot = int_dot_wanted(api, physical);
+    int_dot = int_dot_wanted(api, physical, info.name);
     if (int_dot) {
         ext.push_back(kIntDot);
         dot.shaderIntegerDotProduct = VK_TRUE;

@@ -24,9 +24,9 @@ constexpr uint32_t kTeamRowsFewTokens4Bit = 8;     // ... in the 4-bit formats (
 constexpr uint32_t kTeamRowsManyTokens = 2;        // ... and beyond (registers for the per-token sums)
 constexpr uint32_t kFewTokens = 2;
 constexpr uint32_t kIntDotMaxTokens = 2;  // gemv.comp's kDotMaxTokens: the int4 dot-product path's tokens
-constexpr int64_t kXPlanesThreads = 64;   // gemv_xplanes.comp's workgroup
-constexpr int64_t kXPlaneChunkCols = 32;  // int4 columns of a chunk: one row of planes per chunk
-constexpr int64_t kXPlaneFloats = 24;     // a chunk's planes, in 4-byte words (gemv_xplanes.comp)
+constexpr uint32_t kXPlanesThreads = 64;  // gemv_xplanes.comp's workgroup
+constexpr int64_t kXPlaneChunkCols = 32;  // xplanes.glsl's kXPlaneCols: int4 columns of a chunk
+constexpr int64_t kXPlaneFloats = 24;     // a chunk's planes in 4-byte words: kXPlanes * kXPlaneWords
 constexpr int64_t kXMetaFloats = 2;       // a chunk's 2^-k and sum of X
 
 struct XPlanesPush {
@@ -118,12 +118,9 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
         const int64_t rows = g.first.back(), chunks = w0.cols / kXPlaneChunkCols;
         planes = scratch(rows * chunks * kXPlaneFloats);
         meta = scratch(rows * chunks * kXMetaFloats);
-        const int64_t groups = (rows * chunks + kXPlanesThreads - 1) / kXPlanesThreads;
-        const auto gx = static_cast<uint32_t>(std::min<int64_t>(groups, vk::kMaxGroups));
-        const auto gy = static_cast<uint32_t>((groups + gx - 1) / gx);
         const XPlanesPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(w0.cols),
                                g.xrows ? 1u : 0u};
-        run("gemv_xplanes", {}, {g.x, xrows, planes, meta}, push, gx, gy);
+        run("gemv_xplanes", {}, {g.x, xrows, planes, meta}, push, groups_for(rows * chunks, kXPlanesThreads));
     }
 
     // One matrix over x as it is: the plain shader, its weight in slot 0.

@@ -50,6 +50,9 @@ const uint kSlots = 1u;
 #include "common.glsl"
 #include "activations.glsl"
 #include "codec.glsl"
+#if COLI_INT_DOT
+#include "xplanes.glsl"
+#endif
 
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };  // [tokens, cols / 4]
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };  // [tokens, rows]
@@ -146,7 +149,6 @@ spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [
 int dot_su(uint a, uint b, spirv_literal uint packed_format);
 
 const uint kDotMaxTokens = 2u;       // = gemv.cpp's kIntDotMaxTokens
-const uint kXPlaneVecs = 6u;         // uvec4 of x planes per chunk: 3 planes of 8 words
 const uint kNibbles = 0x0f0f0f0fu;   // one nibble per byte
 
 uvec4 xp[kDotMaxTokens * kXPlaneVecs];  // the current chunk's x planes: [token][plane][even / odd words]
@@ -162,8 +164,8 @@ ivec3 word_dot(uint u, uvec2 p0, uvec2 p1, uvec2 p2) {
 }
 
 // The sum over chunk q of code (0..15) x X for token j: exact in wrapping int32 arithmetic, as the true sum
-// is below 15 * 32 * 2^22 < 2^31. Plane p's words for code words 0 and 1 are uvec4 2p of the token's
-// planes, for code words 2 and 3 uvec4 2p + 1. No loops: it runs inside FOR_ACC (see above).
+// is below 15 * 32 * 2^22 < 2^31 (the planes' layout: xplanes.glsl). No loops: it runs inside FOR_ACC (see
+// above).
 int chunk_dot(uvec4 q, uint j) {
     const uint b = j * kXPlaneVecs;
     const ivec3 s = word_dot(q.x, xp[b].xy, xp[b + 2u].xy, xp[b + 4u].xy) +

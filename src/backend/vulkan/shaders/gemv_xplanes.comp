@@ -8,21 +8,20 @@
 // Beside them, per chunk: 2^-k, NaN where the chunk holds a NaN or an infinity (the row's sums become NaN),
 // and the sum of X, which takes the codes' zero point out of the dot products.
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x = 64) in;
-const uint kThreads = 64u;    // = gemv.cpp's kXPlanesThreads
-const uint kChunkCols = 32u;  // int4 columns of a 16-byte chunk of codes
-const uint kPlanes = 3u;
-const uint kPlaneWords = 8u;                               // words of one plane of a chunk
-const uint kChunkVecs = kPlanes * kPlaneWords / 4u;        // uvec4 per chunk: = gemv.comp's kXPlaneVecs
-const int kXTop = 21;                                      // the largest |X| lies in [2^kXTop, 2^(kXTop+1))
-const int kMaxScaleExp = 126;                              // 2^-k stays a normal f32
+const uint kThreads = 64u;      // = gemv.cpp's kXPlanesThreads
+const int kXTop = 21;           // the largest |X| lies in [2^kXTop, 2^(kXTop+1))
+const int kMaxScaleExp = 126;   // 2^-k stays a normal f32
 const int kF32ExpBias = 127;
-const uint kQuietNan = 0x7fc00000u;
+
+#include "common.glsl"
+#include "xplanes.glsl"
 
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };               // [*, cols]
 layout(std430, binding = 1) readonly buffer XRows { int xrows[]; };         // gather: x row of each row
-layout(std430, binding = 2) writeonly buffer Planes { uvec4 planes[]; };    // [rows, chunks, kChunkVecs]
+layout(std430, binding = 2) writeonly buffer Planes { uvec4 planes[]; };    // [rows, chunks, kXPlaneVecs]
 layout(std430, binding = 3) writeonly buffer Meta { uvec2 meta[]; };        // [rows, chunks]: 2^-k, sum X
 layout(push_constant) uniform Push {
     uint rows;    // rows of x to lay out
@@ -34,18 +33,16 @@ float pow2(int e) {
     return uintBitsToFloat(uint(e + kF32ExpBias) << 23u);
 }
 
-void main() {
-    const uint chunks = pc.cols / kChunkCols;
-    const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * kThreads;
-    if (i >= pc.rows * chunks) return;
+// Lays out chunk i (row i / chunks, chunk i % chunks).
+void chunk_layout(uint i, uint chunks) {
     const uint row = i / chunks, c = i % chunks;
     const uint src = pc.gather != 0u ? uint(xrows[row]) : row;
 
-    float v[kChunkCols];
+    float v[kXPlaneCols];
     float max_abs = 0.0;
     bool finite = true;
-    [[unroll]] for (uint p = 0u; p < kChunkCols / 4u; ++p) {
-        const vec4 f = x4[(src * pc.cols + c * kChunkCols) / 4u + p];
+    [[unroll]] for (uint p = 0u; p < kXPlaneCols / 4u; ++p) {
+        const vec4 f = x4[(src * pc.cols + c * kXPlaneCols) / 4u + p];
         v[4u * p] = f.x;
         v[4u * p + 1u] = f.y;
         v[4u * p + 2u] = f.z;
@@ -58,20 +55,25 @@ void main() {
     const int k = min(kXTop + 1 - e, kMaxScaleExp);
     const float scale = pow2(k);
 
-    uint words[kPlanes * kPlaneWords];
-    [[unroll]] for (uint j = 0u; j < kPlanes * kPlaneWords; ++j) words[j] = 0u;
+    uint words[kXPlanes * kXPlaneWords];
+    [[unroll]] for (uint j = 0u; j < kXPlanes * kXPlaneWords; ++j) words[j] = 0u;
     int sum = 0;
-    [[unroll]] for (uint j = 0u; j < kChunkCols; ++j) {
+    [[unroll]] for (uint j = 0u; j < kXPlaneCols; ++j) {
         // Column j = 8 w + 2 b + h: word w of codes, nibble parity h, byte b of the plane word 2 w + h.
         const uint w = j / 8u, b = (j % 8u) / 2u, h = j % 2u;
         const int xi = finite ? int(roundEven(v[j] * scale)) : 0;
         sum += xi;
         const uint u = uint(xi);
-        [[unroll]] for (uint p = 0u; p < kPlanes; ++p)
-            words[p * kPlaneWords + 2u * w + h] |= ((u >> (8u * p)) & 0xffu) << (8u * b);
+        [[unroll]] for (uint p = 0u; p < kXPlanes; ++p)
+            words[p * kXPlaneWords + 2u * w + h] |= ((u >> (8u * p)) & 0xffu) << (8u * b);
     }
-    [[unroll]] for (uint q = 0u; q < kChunkVecs; ++q)
-        planes[i * kChunkVecs + q] =
+    [[unroll]] for (uint q = 0u; q < kXPlaneVecs; ++q)
+        planes[i * kXPlaneVecs + q] =
             uvec4(words[4u * q], words[4u * q + 1u], words[4u * q + 2u], words[4u * q + 3u]);
-    meta[i] = uvec2(finite ? floatBitsToUint(pow2(-k)) : kQuietNan, uint(sum));
+    meta[i] = uvec2(finite ? floatBitsToUint(pow2(-k)) : floatBitsToUint(kNan), uint(sum));
+}
+
+void main() {
+    const uint chunks = pc.cols / kXPlaneCols, stride = gl_NumWorkGroups.x * kThreads;
+    for (uint i = gl_GlobalInvocationID.x; i < pc.rows * chunks; i += stride) chunk_layout(i, chunks);
 }
