@@ -97,7 +97,8 @@ void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const BenchMoeS
     fmt::print(
         "\ndecode MoE layer of {}, n = 1: {} experts of [{} x {}] gate, up and down in 2 batched launches\n",
         m.model, kBenchExperts, m.d_ff, m.d_model);
-    fmt::print("{:<16} {:>10} {:>10} {:>9}\n", "format", "us", "GB/s", "of copy");
+    fmt::print("{:<16} {:>10} {:>10} {:>9} {:>12} {:>9} {:>10} {:>9}\n", "format", "us", "GB/s", "of copy",
+               "gate/up us", "of copy", "down us", "of copy");
     const std::vector<float> wf = random_normal(static_cast<size_t>(m.d_ff * m.d_model), 13);
     for (Format f : kBenchFormats) {
         const EncodedWeight gu = weight_encode(f, wf.data(), m.d_ff, m.d_model);
@@ -121,9 +122,23 @@ void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const BenchMoeS
             cuda::gemv_batch(first[l].data(), static_cast<int>(first[l].size()), s);
             cuda::gemv_batch(second[l].data(), static_cast<int>(second[l].size()), s);
         });
+        // Each launch on its own, as a share of the copy for its own bytes.
+        const double gu_ms = time_ms(s, [&](int i) {
+            const int l = i % layers;
+            cuda::gemv_batch(first[l].data(), static_cast<int>(first[l].size()), s);
+        });
+        const double dn_ms = time_ms(s, [&](int i) {
+            const int l = i % layers;
+            cuda::gemv_batch(second[l].data(), static_cast<int>(second[l].size()), s);
+        });
+        const auto share = [&](double bytes, double t_ms) {
+            return 100.0 * bytes / (t_ms * 1e-3) / kGiga / copy_gbps;
+        };
         const double gbps = layer_bytes / (ms * 1e-3) / kGiga;
-        fmt::print("{:<16} {:>10.1f} {:>10.0f} {:>8.0f}%\n", format_name(f), ms * 1e3, gbps,
-                   100.0 * gbps / copy_gbps);
+        fmt::print("{:<16} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.1f} {:>8.0f}% {:>10.1f} {:>8.0f}%\n",
+                   format_name(f), ms * 1e3, gbps, 100.0 * gbps / copy_gbps, gu_ms * 1e3,
+                   share(2.0 * kBenchExperts * weight_bytes(gu.view()), gu_ms), dn_ms * 1e3,
+                   share(1.0 * kBenchExperts * weight_bytes(dn.view()), dn_ms));
     }
 }
 

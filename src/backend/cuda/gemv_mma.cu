@@ -15,8 +15,8 @@
 //     inverse scale joins the weights' scale of the SB, in f32. x is laid out in the A order (XLayout: each
 //     thread loads whole chunks of x at once and writes their entries), so that a lane gets its B fragment
 //     from shared memory with one 8-byte load, shared by the warp's RT tiles. Each block lays it out itself
-//     (x_table_build), or, in 4-bit launches of more than one wave, x_table_kernel lays it out once per
-//     launch in global memory and each block copies it (mma_run: when each pays).
+//     (x_table_build), or, in 4-bit launches of more than one wave over wide rows, x_table_kernel lays it
+//     out once per launch in global memory and each block copies it (mma_run: when each pays).
 //   Columns n of the mma: n = 2 (token_local G + group) + part (hi, lo). The G scale groups of an SB (int4:
 //     2 of 64, mxfp4: 4 blocks of 32; fp8: 1) go to separate columns, so one mma spans the SB and each
 //     group's partial sum comes out separately, to be scaled in f32; free columns carry more tokens. Lanes
@@ -47,17 +47,19 @@
 namespace coli::cuda {
 namespace {
 
-constexpr int kMmaThreads = 256;                 // threads per block
-constexpr int kMmaWarps = kMmaThreads / kWarp;   // warps per block
-constexpr int kMmaMinBlocks = 2;                 // resident blocks per SM the registers are budgeted for
-constexpr int kTileRows = 16;                    // rows of an m16n8k16 tile
-constexpr int kHalfRows = 8;                     // a lane's rows: g and g + 8
-constexpr int kMmaCols = 8;                      // n of the mma
-constexpr int kQuad = 4;                         // lanes that share a row: one chunk of an SB each
-constexpr int kChunkBytes = 16;                  // one load of codes
-constexpr int kWordsPerChunk = kChunkBytes / 4;  // 32-bit words in a chunk
-constexpr int kSlotsPerMma = 4;                  // weights of one row a lane holds per mma
-constexpr int kXParts = 2;                       // x = hi + lo
+constexpr int kMmaThreads = 256;                // threads per block
+constexpr int kMmaWarps = kMmaThreads / kWarp;  // warps per block
+constexpr int kMmaMinBlocks = 2;                // resident blocks per SM the registers are budgeted for
+constexpr int kSelfLayoutMinBlocks = 3;         // ... for some blocks that lay x out (mma_min_blocks)
+constexpr int64_t kSelfLayoutMaxCols = 4096;    // rows up to this wide: blocks lay x out themselves (mma_run)
+constexpr int kTileRows = 16;                   // rows of an m16n8k16 tile
+constexpr int kHalfRows = 8;                    // a lane's rows: g and g + 8
+constexpr int kMmaCols = 8;                     // n of the mma
+constexpr int kQuad = 4;                        // lanes that share a row: one chunk of an SB each
+constexpr int kChunkBytes = 16;                 // one load of codes
+constexpr int kWordsPerChunk = kChunkBytes / 4;          // 32-bit words in a chunk
+constexpr int kSlotsPerMma = 4;                          // weights of one row a lane holds per mma
+constexpr int kXParts = 2;                               // x = hi + lo
 constexpr int kEntryBytes = kXParts * kSlotsPerMma * 2;  // one lane position's B of one mma: 4 hi, 4 lo f16
 constexpr int kPartBytes = kSlotsPerMma * 2;             // the hi (or lo) half of an entry
 constexpr int kXTop = 14;                // x is scaled so that its largest |x| lies in [2^kXTop, 2^(kXTop+1))
@@ -350,9 +352,18 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Resident blocks per SM that a kernel's registers are budgeted for. A one-token two-tile 4-bit block that
+// lays x out itself (a MoE layer's down projection: 2048 columns) takes ~25 registers more than one that
+// copies the layout (105 against 80 for mxfp4), which would cost an SM one of the three blocks its shared
+// memory holds; capped, ptxas fits it in 79 without spilling.
+template <Format F, int NT, int RT, bool XPRE>
+__host__ __device__ constexpr int mma_min_blocks() {
+    return !XPRE && NT == 1 && RT == 2 && F != Format::fp8_e4m3_block ? kSelfLayoutMinBlocks : kMmaMinBlocks;
+}
+
 // XPRE: x comes laid out by x_table_kernel (batch.tables), else each block lays it out itself.
 template <Format F, int NT, int RT, bool XPRE>
-__global__ void __launch_bounds__(kMmaThreads, kMmaMinBlocks)
+__global__ void __launch_bounds__(kMmaThreads, (mma_min_blocks<F, NT, RT, XPRE>()))
     gemv_mma_kernel(MmaBatch batch, int parts, PairConsts k) {
     using S = Sb<F>;
     using C = PairCodec<F>;
@@ -644,9 +655,11 @@ StreamScratch x_tables_launch(MmaBatch& batch, cudaStream_t s) {
 }
 
 // Plans and launches one batch. x is laid out once per launch (x_table_kernel) for the 4-bit formats in
-// launches of more than one wave (a MoE layer's): it spares every block the layout, which is a larger share
-// of a 4-bit block's work than of an fp8 one's (half the weight bytes per x), at the cost of one more
-// dependent step before the first mma; one-wave launches (single matrices) and fp8 measured slower with it.
+// launches of more than one wave over rows wider than kSelfLayoutMaxCols (a MoE layer's gate and up): it
+// spares every block the layout, which is a larger share of a 4-bit block's work than of an fp8 one's (half
+// the weight bytes per x), at the cost of one more dependent step before the first mma. One-wave launches
+// (single matrices), fp8, and a MoE layer's down projections (2048 columns, a small layout; H200: 62-65% of
+// the copy against 61-63% for mxfp4, 64-68% against 63-64% for int4) measured slower with it.
 template <Format F, int NT>
 void mma_run(MmaBatch& batch, int64_t max_rows, int64_t max_cols, cudaStream_t s) {
     const bool two_tiles_fit =
@@ -657,8 +670,9 @@ void mma_run(MmaBatch& batch, int64_t max_rows, int64_t max_cols, cudaStream_t s
     const dim3 grid(static_cast<unsigned>((max_rows + rows_per_block - 1) / rows_per_block),
                     static_cast<unsigned>(batch.count));
     constexpr bool kXPreFormat = F != Format::fp8_e4m3_block;
-    const bool xpre = kXPreFormat && static_cast<int64_t>(grid.x) * grid.y >
-                                         static_cast<int64_t>(sm_count()) * kMmaMinBlocks;
+    const bool xpre =
+        kXPreFormat && max_cols > kSelfLayoutMaxCols &&
+        static_cast<int64_t>(grid.x) * grid.y > static_cast<int64_t>(sm_count()) * kMmaMinBlocks;
     StreamScratch scratch(nullptr, StreamFree{s});  // held until the GEMV is queued
     if constexpr (kXPreFormat)
         if (xpre) scratch = x_tables_launch<F, NT>(batch, s);

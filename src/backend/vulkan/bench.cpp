@@ -100,8 +100,9 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
         "moe_experts (device time; wall time with the host's recording); its two batched GEMV dispatches "
         "alone; one GEMV dispatch per matrix\n",
         m.model, kBenchExperts, m.d_ff, m.d_model, m.d_model, m.d_ff);
-    fmt::print("{:<16} {:>7} {:>10} {:>9} {:>12} {:>10} {:>9} {:>10} {:>9}\n", "format", "layers", "moe us",
-               "of copy", "moe wall us", "batch us", "of copy", "single us", "of copy");
+    fmt::print("{:<16} {:>7} {:>10} {:>9} {:>12} {:>10} {:>9} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9}\n",
+               "format", "layers", "moe us", "of copy", "moe wall us", "batch us", "of copy", "gate/up us",
+               "of copy", "down us", "of copy", "single us", "of copy");
     Tensor x = b.tensor_new(1, m.d_model), y = b.tensor_new(1, m.d_model);
     b.tensor_write(x, random_normal(m.d_model, 5));
     Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
@@ -156,6 +157,14 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
                                     },
                                     kMoeCallsPerRun)
                                     .device;
+        const double gate_up_ms =
+            time_calls(
+                b.stream(), load, [&](int i) { b.gemv(gate_up[i % layers]); }, kMoeCallsPerRun)
+                .device;
+        const double down_ms =
+            time_calls(
+                b.stream(), load, [&](int i) { b.gemv(down[i % layers]); }, kMoeCallsPerRun)
+                .device;
         const double single_ms = time_calls(
                                      b.stream(), load,
                                      [&](int i) {
@@ -164,10 +173,19 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
                                      },
                                      kMoeCallsPerRun)
                                      .device;
-        const auto share = [&](double ms) { return 100.0 * layer_bytes / (ms * 1e-3) / kGiga / copy_gbps; };
-        fmt::print("{:<16} {:>7} {:>10.1f} {:>8.0f}% {:>12.1f} {:>10.1f} {:>8.0f}% {:>10.1f} {:>8.0f}%\n",
-                   format_name(f), layers, moe.device * 1e3, share(moe.device), moe.wall * 1e3,
-                   batch_ms * 1e3, share(batch_ms), single_ms * 1e3, share(single_ms));
+        const auto share_of = [&](double bytes, double ms) {
+            return 100.0 * bytes / (ms * 1e-3) / kGiga / copy_gbps;
+        };
+        const auto share = [&](double ms) { return share_of(static_cast<double>(layer_bytes), ms); };
+        const double gate_up_bytes = 2.0 * kBenchExperts * weight_bytes(gu.view()),
+                     down_bytes = 1.0 * kBenchExperts * weight_bytes(dn.view());
+        fmt::print(
+            "{:<16} {:>7} {:>10.1f} {:>8.0f}% {:>12.1f} {:>10.1f} {:>8.0f}% {:>11.1f} {:>8.0f}% {:>9.1f} "
+            "{:>8.0f}% "
+            "{:>10.1f} {:>8.0f}%\n",
+            format_name(f), layers, moe.device * 1e3, share(moe.device), moe.wall * 1e3, batch_ms * 1e3,
+            share(batch_ms), gate_up_ms * 1e3, share_of(gate_up_bytes, gate_up_ms), down_ms * 1e3,
+            share_of(down_bytes, down_ms), single_ms * 1e3, share(single_ms));
     }
 }
 

@@ -23,6 +23,8 @@ constexpr uint32_t kTeamRowsFewTokens = 4;         // row slots of a team for up
 constexpr uint32_t kTeamRowsFewTokens4Bit = 8;     // ... in the 4-bit formats (see team_rows)
 constexpr uint32_t kTeamRowsManyTokens = 2;        // ... and beyond (registers for the per-token sums)
 constexpr uint32_t kFewTokens = 2;
+constexpr int64_t kShortRowChunksPerLane =
+    2;                                    // a lane's chunks of a row, at most, in a short row (team_rows)
 constexpr uint32_t kIntDotMaxTokens = 2;  // gemv.comp's kDotMaxTokens: the int4 dot-product path's tokens
 constexpr uint32_t kXPlanesThreads = 64;  // gemv_xplanes.comp's workgroup
 constexpr int64_t kXPlaneChunkCols = 32;  // xplanes.glsl's kXPlaneCols: int4 columns of a chunk
@@ -58,16 +60,22 @@ struct GemvPlan {
 // Row slots of a team. Each x load serves every row slot, and in the 4-bit formats, where a lane's chunk
 // spans 32 columns of x, the x loads bound the speed: on an H200, a decode MoE layer's batched GEMVs ran at
 // 50% (int4) and 45% (mxfp4) of the copy's rate with 8 slots against 36% and 37% with 4, while int8 and fp8
-// ran slower with 8 (76% and 70% against 83% and 77%).
-uint32_t team_rows(Format f, uint32_t tokens) {
+// ran slower with 8 (76% and 70% against 83% and 77%). The int4 dot-product path (`dot`), whose x loads are
+// fewer, takes 4 in short rows, where a lane reads few chunks and more resident workgroups pay more than x
+// reuse: a MoE layer's batched down projections (2048 columns, 2 chunks per lane) ran at 54% / 51% of the
+// copy (DeepSeek V3 / GLM-5 shapes) with 4 slots against 51% / 46% with 8; its gate and up (6144-7168
+// columns) at 66% / 63% against 71% / 67%.
+uint32_t team_rows(Format f, uint32_t tokens, bool dot, int64_t chunks) {
     if (tokens > kFewTokens) return kTeamRowsManyTokens;
+    if (dot && chunks <= kShortRowChunksPerLane * kLanes) return kTeamRowsFewTokens;
     return f == Format::int4_g64 || f == Format::mxfp4 ? kTeamRowsFewTokens4Bit : kTeamRowsFewTokens;
 }
 
-GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, size_t jobs) {
+GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, size_t jobs, bool dot) {
     GemvPlan p;
-    p.rows = team_rows(w.format, tokens) / mats;
-    const int64_t row_groups = (w.rows + p.rows - 1) / p.rows, chunks = row_bytes(w) / kChunkBytes;
+    const int64_t chunks = row_bytes(w) / kChunkBytes;
+    p.rows = team_rows(w.format, tokens, dot, chunks) / mats;
+    const int64_t row_groups = (w.rows + p.rows - 1) / p.rows;
     while (p.parts < kTeams && row_groups * static_cast<int64_t>(jobs * p.parts) < kTargetTeams &&
            chunks >= kMinChunksPerLane * kLanes * (p.parts * 2))
         p.parts *= 2;
@@ -125,7 +133,7 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
 
     // One matrix over x as it is: the plain shader, its weight in slot 0.
     if (jobs == 1 && g.mats == 1 && !g.xrows) {
-        const GemvPlan p = gemv_plan(w0, tokens, 1, 1);
+        const GemvPlan p = gemv_plan(w0, tokens, 1, 1, dot);
         GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, 0, 0, {0, tokens}};
         const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
         const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
@@ -138,7 +146,7 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     const size_t per_dispatch = std::min<size_t>(vk::kGemvMaxJobs, ctx_->weight_slots / g.mats);
     for (size_t j0 = 0; j0 < jobs; j0 += per_dispatch) {
         const size_t n = std::min(per_dispatch, jobs - j0);
-        const GemvPlan p = gemv_plan(w0, tokens, g.mats, n);
+        const GemvPlan p = gemv_plan(w0, tokens, g.mats, n, dot);
         GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, g.act.beta, g.act.linear_beta, {}};
         for (size_t j = 0; j <= n; ++j) push.first[j] = g.first[j0 + j];
         std::vector<vk::BufferPtr> codes, scales;
