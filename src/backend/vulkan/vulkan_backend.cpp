@@ -25,6 +25,16 @@ constexpr double kBytesPerMB = 1e6;
 constexpr uint32_t kThreads = 256;                       // local size of the grid-stride shaders
 constexpr const char* kFailEnv = "COLI_VULKAN_FAIL_OP";  // comma-separated op names that fail on purpose
 // Specialization of elementwise.comp.
+constexpr uint32_t kPushUploadWords = 30;      // write_words.comp's kMaxWords: words per dispatch
+constexpr uint64_t kPushUploadMaxBytes = 480;  // uploads up to this size go through write_words dispatches
+
+// write_words.comp's push constants.
+struct WriteWordsPush {
+    uint32_t count, first;
+    uint32_t words[kPushUploadWords];
+};
+static_assert(sizeof(WriteWordsPush) <= vk::kPushBytes, "write_words.comp's push constants");
+
 constexpr uint32_t kOpAdd = 0, kOpClamp = 1;
 // Specialization of norm.comp.
 constexpr uint32_t kNormRms = 0, kNormLayer = 1;
@@ -120,7 +130,21 @@ vk::BufferPtr VulkanBackend::scratch(int64_t count) {
 
 vk::BufferPtr VulkanBackend::upload(const void* src, uint64_t bytes) {
     vk::BufferPtr b = vk::buffer_new(ctx_, bytes, vk::Memory::device);
-    stream_.upload(b, 0, src, bytes);
+    if (bytes > kPushUploadMaxBytes || bytes % sizeof(uint32_t) != 0) {
+        stream_.upload(b, 0, src, bytes);
+        return b;
+    }
+    // Small tables (a MoE layer's routing, every decode step) go in push constants: a transfer command in
+    // front of a MoE layer's GEMVs (vkCmdUpdateBuffer, 96 bytes) made them 4-21 us slower on an H200, most in
+    // the 4-bit formats (docs/benchmarks.md).
+    const auto* words = static_cast<const uint32_t*>(src);
+    const auto count = static_cast<uint32_t>(bytes / sizeof(uint32_t));
+    for (uint32_t first = 0; first < count; first += kPushUploadWords) {
+        WriteWordsPush push{std::min(kPushUploadWords, count - first), first, {}};
+        std::copy_n(words + first, push.count, push.words);
+        if (first > 0) stream_.concurrent_next();  // each dispatch writes words of its own
+        run("write_words", {}, {b}, push, 1);
+    }
     return b;
 }
 
