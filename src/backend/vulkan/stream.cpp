@@ -161,8 +161,8 @@ void Stream::zero(const BufferPtr& dst) {
 }
 
 void Stream::upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
-    // Small uploads travel inside the command buffer: no staging memory, and no
-    // buffer-to-buffer copy, which a GPU may run on a copy engine that its compute work then waits for.
+    // Small uploads travel inside the command buffer: no staging memory, and no buffer-to-buffer copy, which
+    // a GPU may run on a copy engine that its compute work then waits for.
     if (bytes <= kInlineUploadMax && bytes % 4 == 0 && dst_offset % 4 == 0) {
         if (bytes == 0) return;
         record_begin();
