@@ -23,8 +23,7 @@ constexpr uint32_t kTeamRowsFewTokens = 4;         // row slots of a team for up
 constexpr uint32_t kTeamRowsFewTokens4Bit = 8;     // ... in the 4-bit formats (see team_rows)
 constexpr uint32_t kTeamRowsManyTokens = 2;        // ... and beyond (registers for the per-token sums)
 constexpr uint32_t kFewTokens = 2;
-constexpr int64_t kShortRowChunksPerLane =
-    2;                                    // a lane's chunks of a row, at most, in a short row (team_rows)
+constexpr int64_t kShortRowChunksPerLane = 2;  // a short row's chunks per lane, at most (team_rows)
 constexpr uint32_t kIntDotMaxTokens = 2;  // gemv.comp's kDotMaxTokens: the int4 dot-product path's tokens
 constexpr uint32_t kXPlanesThreads = 64;  // gemv_xplanes.comp's workgroup
 constexpr int64_t kXPlaneChunkCols = 32;  // xplanes.glsl's kXPlaneCols: int4 columns of a chunk

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,7 @@ constexpr double kBytesPerGB = 1e9;
 constexpr double kBytesPerMB = 1e6;
 constexpr uint32_t kThreads = 256;                       // local size of the grid-stride shaders
 constexpr const char* kFailEnv = "COLI_VULKAN_FAIL_OP";  // comma-separated op names that fail on purpose
-// Specialization of elementwise.comp.
-constexpr uint32_t kPushUploadWords = 30;      // write_words.comp's kMaxWords: words per dispatch
+constexpr uint32_t kPushUploadWords = 30;                // write_words.comp's kMaxWords: words per dispatch
 constexpr uint64_t kPushUploadMaxBytes = 480;  // uploads up to this size go through write_words dispatches
 
 // write_words.comp's push constants.
@@ -35,6 +35,7 @@ struct WriteWordsPush {
 };
 static_assert(sizeof(WriteWordsPush) <= vk::kPushBytes, "write_words.comp's push constants");
 
+// Specialization of elementwise.comp.
 constexpr uint32_t kOpAdd = 0, kOpClamp = 1;
 // Specialization of norm.comp.
 constexpr uint32_t kNormRms = 0, kNormLayer = 1;
@@ -137,11 +138,11 @@ vk::BufferPtr VulkanBackend::upload(const void* src, uint64_t bytes) {
     // Small tables (a MoE layer's routing, every decode step) go in push constants: a transfer command in
     // front of a MoE layer's GEMVs (vkCmdUpdateBuffer, 96 bytes) made them 4-21 us slower on an H200, most in
     // the 4-bit formats (docs/benchmarks.md).
-    const auto* words = static_cast<const uint32_t*>(src);
     const auto count = static_cast<uint32_t>(bytes / sizeof(uint32_t));
     for (uint32_t first = 0; first < count; first += kPushUploadWords) {
         WriteWordsPush push{std::min(kPushUploadWords, count - first), first, {}};
-        std::copy_n(words + first, push.count, push.words);
+        std::memcpy(push.words, static_cast<const uint8_t*>(src) + first * sizeof(uint32_t),
+                    push.count * sizeof(uint32_t));
         if (first > 0) stream_.concurrent_next();  // each dispatch writes words of its own
         run("write_words", {}, {b}, push, 1);
     }
