@@ -30,8 +30,9 @@ constexpr uint64_t kPushUploadMaxBytes = 480;  // uploads up to this size go thr
 
 // write_words.comp's push constants.
 struct WriteWordsPush {
-    uint32_t count, first;
-    uint32_t words[kPushUploadWords];
+    uint32_t count;                    // words written, at most kPushUploadWords
+    uint32_t first;                    // first word of the buffer written
+    uint32_t words[kPushUploadWords];  // the words, from that one on
 };
 static_assert(sizeof(WriteWordsPush) <= vk::kPushBytes, "write_words.comp's push constants");
 

@@ -4,13 +4,13 @@
 // more than it took itself (VulkanBackend::upload).
 layout(local_size_x = 32) in;
 
-const uint kMaxWords = 30;  // = vulkan_backend.cpp's kPushUploadWords: 128 bytes of push constants less 2 words
+const uint kMaxWords = 30;  // = vulkan_backend.cpp's kPushUploadWords: 128 push bytes less 2 words
 
 layout(std430, binding = 0) writeonly buffer Dst { uint dst[]; };
 layout(push_constant) uniform Push {
     uint count;               // words written, at most kMaxWords (and the workgroup size)
     uint first;               // first word of dst written
-    uint words[kMaxWords];
+    uint words[kMaxWords];    // the words, from dst[first] on
 } pc;
 
 void main() {
