@@ -134,9 +134,9 @@ void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const BenchMoeS
         const auto share = [&](double bytes, double t_ms) {
             return 100.0 * bytes / (t_ms * 1e-3) / kGiga / copy_gbps;
         };
-        const double gbps = layer_bytes / (ms * 1e-3) / kGiga;
         fmt::print("{:<16} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.1f} {:>8.0f}% {:>10.1f} {:>8.0f}%\n",
-                   format_name(f), ms * 1e3, gbps, 100.0 * gbps / copy_gbps, gu_ms * 1e3,
+                   format_name(f), ms * 1e3, layer_bytes / (ms * 1e-3) / kGiga,
+                   share(static_cast<double>(layer_bytes), ms), gu_ms * 1e3,
                    share(2.0 * kBenchExperts * weight_bytes(gu.view()), gu_ms), dn_ms * 1e3,
                    share(1.0 * kBenchExperts * weight_bytes(dn.view()), dn_ms));
     }

@@ -50,7 +50,7 @@ namespace {
 constexpr int kMmaThreads = 256;                // threads per block
 constexpr int kMmaWarps = kMmaThreads / kWarp;  // warps per block
 constexpr int kMmaMinBlocks = 2;                // resident blocks per SM the registers are budgeted for
-constexpr int kSelfLayoutMinBlocks = 3;         // ... for some blocks that lay x out (mma_min_blocks)
+constexpr int kSelfLayoutMinBlocks = 3;         // ... for the blocks mma_min_blocks names
 constexpr int64_t kSelfLayoutMaxCols = 4096;    // rows up to this wide: blocks lay x out themselves (mma_run)
 constexpr int kTileRows = 16;                   // rows of an m16n8k16 tile
 constexpr int kHalfRows = 8;                    // a lane's rows: g and g + 8

@@ -180,9 +180,8 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
         const double gate_up_bytes = 2.0 * kBenchExperts * weight_bytes(gu.view()),
                      down_bytes = 1.0 * kBenchExperts * weight_bytes(dn.view());
         fmt::print(
-            "{:<16} {:>7} {:>10.1f} {:>8.0f}% {:>12.1f} {:>10.1f} {:>8.0f}% {:>11.1f} {:>8.0f}% {:>9.1f} "
-            "{:>8.0f}% "
-            "{:>10.1f} {:>8.0f}%\n",
+            "{:<16} {:>7} {:>10.1f} {:>8.0f}% {:>12.1f} {:>10.1f} {:>8.0f}% "
+            "{:>11.1f} {:>8.0f}% {:>9.1f} {:>8.0f}% {:>10.1f} {:>8.0f}%\n",
             format_name(f), layers, moe.device * 1e3, share(moe.device), moe.wall * 1e3, batch_ms * 1e3,
             share(batch_ms), gate_up_ms * 1e3, share_of(gate_up_bytes, gate_up_ms), down_ms * 1e3,
             share_of(down_bytes, down_ms), single_ms * 1e3, share(single_ms));

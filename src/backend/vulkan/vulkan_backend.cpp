@@ -132,10 +132,12 @@ vk::BufferPtr VulkanBackend::scratch(int64_t count) {
 
 vk::BufferPtr VulkanBackend::upload(const void* src, uint64_t bytes) {
     vk::BufferPtr b = vk::buffer_new(ctx_, bytes, vk::Memory::device);
-    if (bytes > kPushUploadMaxBytes || bytes % sizeof(uint32_t) != 0) {
-        stream_.upload(b, 0, src, bytes);
-        return b;
-    }
+    buffer_write(b, src, bytes);
+    return b;
+}
+
+void VulkanBackend::buffer_write(const vk::BufferPtr& b, const void* src, uint64_t bytes) {
+    if (bytes > kPushUploadMaxBytes || bytes % sizeof(uint32_t) != 0) return stream_.upload(b, 0, src, bytes);
     // Small tables (a MoE layer's routing, every decode step) go in push constants: a transfer command in
     // front of a MoE layer's GEMVs (vkCmdUpdateBuffer, 96 bytes) made them 4-21 us slower on an H200, most in
     // the 4-bit formats (docs/benchmarks.md).
@@ -147,7 +149,6 @@ vk::BufferPtr VulkanBackend::upload(const void* src, uint64_t bytes) {
         if (first > 0) stream_.concurrent_next();  // each dispatch writes words of its own
         run("write_words", {}, {b}, push, 1);
     }
-    return b;
 }
 
 Tensor VulkanBackend::tensor_new(int64_t rows, int64_t cols) {
@@ -162,7 +163,7 @@ void VulkanBackend::tensor_write(Tensor& t, std::span<const float> src) {
     check(static_cast<int64_t>(src.size()) == t.numel(), "tensor_write: {} floats into {}", src.size(),
           t.numel());
     check_owner(t, "tensor_write");
-    stream_.upload(buffer_of(t), 0, src.data(), src.size_bytes());
+    buffer_write(buffer_of(t), src.data(), src.size_bytes());
 }
 
 void VulkanBackend::tensor_read(const Tensor& t, std::span<float> dst) {

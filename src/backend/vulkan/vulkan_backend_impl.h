@@ -98,6 +98,9 @@ public:
     vk::BufferPtr upload(const void* src, uint64_t bytes);
 
 private:
+    // Writes host bytes to the start of b in stream order: small tables from push constants (write_words),
+    // the rest through the stream's upload.
+    void buffer_write(const vk::BufferPtr& b, const void* src, uint64_t bytes);
     void fault_check(OpKind op) const;  // throws coli::Error when COLI_VULKAN_FAIL_OP names op
     void check_owner(const Tensor& t, const char* what) const;
     static const vk::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
