@@ -1,8 +1,7 @@
-// VulkanBackend::upload (and tensor_write, which writes through the same buffer_write): a host table reaches
-// the device byte for byte whichever way it travels (up to
-// kPushUploadMaxBytes in write_words dispatches of 30 push-constant words each, beyond that or in sizes that
-// are not whole words through the stream's upload). Skipped loudly where the build has no Vulkan backend
-// or the machine no Vulkan device.
+// VulkanBackend::upload (and tensor_write, which writes through the same buffer_write): a host table
+// reaches the device byte for byte whichever way it travels (up to kPushUploadMaxBytes in write_words
+// dispatches of 30 push-constant words each, beyond that or in sizes that are not whole words through the
+// stream's upload). Skipped loudly where the build has no Vulkan backend or the machine no Vulkan device.
 #include <gtest/gtest.h>
 
 #include <cstdint>
