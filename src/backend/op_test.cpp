@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -212,32 +213,50 @@ public:
         uint32_t seed = 800;
         const int64_t d_model = 128, d_ff = 64;
         const int n_experts = 8, k = 2;
+        // Many slots: every token's top-16 of 128 experts, each expert 3 tokens apart; more (token, k) slots
+        // than one CUDA combine launch carries (kCudaCombineMaxSlots).
+        const int wide_experts = 128, wide_k = 16;
+        const int64_t wide_tokens = 24;
         for (Format f : kAllFormats) {
             // (layer, id) names an expert for device tiers: one layer per format, as a model's layers would
             // be.
             const auto layer = static_cast<int32_t>(f);
-            std::vector<ExpertWeights> experts;
-            for (int e = 0; e < n_experts; ++e)
-                experts.push_back({e,
-                                   weight_random(f, d_ff, d_model, ++seed),
-                                   weight_random(f, d_ff, d_model, ++seed),
-                                   weight_random(f, d_model, d_ff, ++seed),
-                                   layer,
-                                   {}});
-            for (int64_t n : {1, 5, 40}) {
+            const auto experts_make = [&](int count, int32_t l) {
+                std::vector<ExpertWeights> experts;
+                for (int e = 0; e < count; ++e)
+                    experts.push_back({e,
+                                       weight_random(f, d_ff, d_model, ++seed),
+                                       weight_random(f, d_ff, d_model, ++seed),
+                                       weight_random(f, d_model, d_ff, ++seed),
+                                       l,
+                                       {}});
+                return experts;
+            };
+            const auto moe_case = [&](const std::vector<ExpertWeights>& experts, const Routing& r) {
+                const int64_t n = r.n_tokens;
                 const std::vector<float> x = random_normal(n * d_model, ++seed),
                                          y0 = random_normal(n * d_model, ++seed);
-                const std::vector<float> logits = random_normal(n * n_experts, ++seed, 2.0f);
-                const Routing r = ref_.route_softmax_topk(tensor_on(ref_, n, n_experts, logits), k, true);
                 const Weight& g = experts.front().gate;
                 check_same({OpKind::moe_experts, f, g.rows(), g.cols(), n, &g},
-                           fmt::format("E={} k={} d={} ff={} n={}", n_experts, k, d_model, d_ff, n),
+                           fmt::format("E={} k={} d={} ff={} n={}", experts.size(), r.k, d_model, d_ff, n),
                            kOpTolDot, [&](Backend& b) {
                                Tensor y = tensor_on(b, n, d_model, y0);
                                b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
                                return tensor_host(b, y);
                            });
+            };
+            const std::vector<ExpertWeights> experts = experts_make(n_experts, layer);
+            for (int64_t n : {1, 5, 40}) {
+                const std::vector<float> logits = random_normal(n * n_experts, ++seed, 2.0f);
+                moe_case(experts, ref_.route_softmax_topk(tensor_on(ref_, n, n_experts, logits), k, true));
             }
+            Routing wide{wide_tokens, wide_k, {}, random_normal(wide_tokens * wide_k, ++seed)};
+            for (int64_t t = 0; t < wide_tokens; ++t)
+                for (int j = 0; j < wide_k; ++j)
+                    wide.experts.push_back(static_cast<int32_t>((t * wide_k + j) % wide_experts));
+            const auto wide_layer =
+                layer + static_cast<int32_t>(std::size(kAllFormats));  // a layer of its own
+            moe_case(experts_make(wide_experts, wide_layer), wide);
         }
     }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "backend/bench_shapes.h"
@@ -89,18 +90,28 @@ uint64_t weight_bytes(const WeightView& v) {
     return v.data_bytes() + v.scale_bytes();
 }
 
-// A MoE layer's routed experts in decode, as moe_experts runs them: every gate and up in one batched
-// launch, every down in a second. x and y hold at least kBenchExperts * max(d_model, d_ff) floats.
-void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const BenchMoeShape& m, const float* x,
-                      float* y, double copy_gbps) {
+// A MoE layer's routed experts in decode (one token, kBenchExperts experts), as experts' bytes / time beside
+// the copy: through moe_experts once they are in the VRAM tier (what a model runs: the tier, the routing,
+// two batched GEMV launches, the activation and the combine), and its two batched GEMV launches alone,
+// together and each on its own (as a share of the copy for its own bytes). x and y hold at least
+// kBenchExperts * max(d_model, d_ff) floats.
+void moe_decode_bench(CudaBackend& backend, const std::shared_ptr<cuda::Context>& ctx, size_t shape_index,
+                      const float* x, float* y, double copy_gbps) {
+    const BenchMoeShape& m = kBenchMoeShapes[shape_index];
     cudaStream_t s = ctx->compute;
     fmt::print(
-        "\ndecode MoE layer of {}, n = 1: {} experts of [{} x {}] gate, up and down in 2 batched launches\n",
+        "\ndecode MoE layer of {}, n = 1: {} experts of [{} x {}] gate, up and down, through moe_experts; "
+        "its 2 batched GEMV launches, together and each alone\n",
         m.model, kBenchExperts, m.d_ff, m.d_model);
-    fmt::print("{:<16} {:>10} {:>10} {:>9} {:>12} {:>9} {:>10} {:>9}\n", "format", "us", "GB/s", "of copy",
-               "gate/up us", "of copy", "down us", "of copy");
+    fmt::print("{:<16} {:>10} {:>9} {:>10} {:>10} {:>9} {:>12} {:>9} {:>10} {:>9}\n", "format", "moe us",
+               "of copy", "batch us", "GB/s", "of copy", "gate/up us", "of copy", "down us", "of copy");
+    Tensor xt = backend.tensor_new(1, m.d_model), yt = backend.tensor_new(1, m.d_model);
+    backend.tensor_write(xt, random_normal(m.d_model, 5));
+    Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
+    for (int e = 0; e < kBenchExperts; ++e) r.experts.push_back(e);
     const std::vector<float> wf = random_normal(static_cast<size_t>(m.d_ff * m.d_model), 13);
-    for (Format f : kBenchFormats) {
+    for (size_t fi = 0; fi < std::size(kBenchFormats); ++fi) {
+        const Format f = kBenchFormats[fi];
         const EncodedWeight gu = weight_encode(f, wf.data(), m.d_ff, m.d_model);
         const EncodedWeight dn = weight_encode(f, wf.data(), m.d_model, m.d_ff);
         const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
@@ -117,12 +128,22 @@ void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const BenchMoeS
                 first[l].push_back({gate_up.views[2 * g + 1], x, y + (2 * e + 1) * m.d_ff, 1});
                 second[l].push_back({down.views[l * kBenchExperts + e], x, y + e * m.d_model, 1});
             }
+        // The same number of layers as experts in the tier, which names an expert by (layer, id): each shape
+        // and format has layers of its own.
+        const auto layer0 = static_cast<int32_t>((shape_index * std::size(kBenchFormats) + fi) * kMaxCopies);
+        std::vector<std::vector<ExpertWeights>> experts(layers);
+        for (int l = 0; l < layers; ++l)
+            for (int e = 0; e < kBenchExperts; ++e)
+                experts[l].push_back({e, Weight{gu.view(), nullptr, nullptr},
+                                      Weight{gu.view(), nullptr, nullptr},
+                                      Weight{dn.view(), nullptr, nullptr}, layer0 + l});
+        for (int l = 0; l < layers; ++l) backend.moe_experts(experts[l], r, xt, yt);  // uploads into the tier
+        const double moe_ms = time_ms(s, [&](int i) { backend.moe_experts(experts[i % layers], r, xt, yt); });
         const double ms = time_ms(s, [&](int i) {
             const int l = i % layers;
             cuda::gemv_batch(first[l].data(), static_cast<int>(first[l].size()), s);
             cuda::gemv_batch(second[l].data(), static_cast<int>(second[l].size()), s);
         });
-        // Each launch on its own, as a share of the copy for its own bytes.
         const double gu_ms = time_ms(s, [&](int i) {
             const int l = i % layers;
             cuda::gemv_batch(first[l].data(), static_cast<int>(first[l].size()), s);
@@ -134,11 +155,13 @@ void moe_decode_bench(const std::shared_ptr<cuda::Context>& ctx, const BenchMoeS
         const auto share = [&](double bytes, double t_ms) {
             return 100.0 * bytes / (t_ms * 1e-3) / kGiga / copy_gbps;
         };
-        fmt::print("{:<16} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.1f} {:>8.0f}% {:>10.1f} {:>8.0f}%\n",
-                   format_name(f), ms * 1e3, layer_bytes / (ms * 1e-3) / kGiga,
-                   share(static_cast<double>(layer_bytes), ms), gu_ms * 1e3,
-                   share(2.0 * kBenchExperts * weight_bytes(gu.view()), gu_ms), dn_ms * 1e3,
-                   share(1.0 * kBenchExperts * weight_bytes(dn.view()), dn_ms));
+        const auto layer = static_cast<double>(layer_bytes);
+        fmt::print(
+            "{:<16} {:>10.1f} {:>8.0f}% {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.1f} {:>8.0f}% {:>10.1f} "
+            "{:>8.0f}%\n",
+            format_name(f), moe_ms * 1e3, share(layer, moe_ms), ms * 1e3, layer / (ms * 1e-3) / kGiga,
+            share(layer, ms), gu_ms * 1e3, share(2.0 * kBenchExperts * weight_bytes(gu.view()), gu_ms),
+            dn_ms * 1e3, share(1.0 * kBenchExperts * weight_bytes(dn.view()), dn_ms));
     }
 }
 
@@ -198,7 +221,8 @@ void cuda_bench_print() {
         }
     }
 
-    for (const BenchMoeShape& m : kBenchMoeShapes) moe_decode_bench(ctx, m, x.get(), y.get(), copy_gbps);
+    for (size_t i = 0; i < std::size(kBenchMoeShapes); ++i)
+        moe_decode_bench(backend, ctx, i, x.get(), y.get(), copy_gbps);
 
     // cuBLAS bf16 on the same shape: the tensor-core bound for prefill.
     const BenchShape sh = kBenchGemvShapes[0];

@@ -161,16 +161,17 @@ __global__ void scatter_add_kernel(const float* __restrict__ src, int64_t d, con
     }
 }
 
-// Adds each token's expert outputs in slot order, the order in which the CPU adds them.
-__global__ void moe_combine_kernel(const float* __restrict__ src, int64_t d,
-                                   const int32_t* __restrict__ slots, const float* __restrict__ gains,
-                                   int64_t n, int k, float* __restrict__ y) {
+// Adds each token's expert outputs in slot order, the order in which the CPU adds them. A dependent launch:
+// its blocks start as the down GEMV's blocks leave.
+__global__ void moe_combine_kernel(const float* __restrict__ src, int64_t d, CombineSlots s, int64_t n, int k,
+                                   float* __restrict__ y) {
+    grid_dependency_wait();  // src is the kernel before's output
     COLI_GRID_STRIDE(i, n * d) {
         const int64_t t = i / d, c = i % d;
         float sum = y[i];
         for (int j = 0; j < k; ++j) {
-            const int32_t slot = slots[t * k + j];
-            if (slot >= 0) sum += src[slot * d + c] * gains[t * k + j];
+            const int32_t slot = s.slots[t * k + j];
+            if (slot >= 0) sum += src[slot * d + c] * s.gains[t * k + j];
         }
         y[i] = sum;
     }
@@ -254,11 +255,14 @@ void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* 
     cuda_check(cudaGetLastError(), "scatter_add launch");
 }
 
-void moe_combine(const float* src, int64_t d, const int32_t* slots, const float* gains, int64_t n, int k,
-                 float* y, cudaStream_t s) {
+void moe_combine(const float* src, int64_t d, const CombineSlots& slots, int64_t n, int k, float* y,
+                 cudaStream_t s) {
+    check(n * k <= kCudaCombineMaxSlots, "cuda moe_combine: {} slots (at most {})", n * k,
+          kCudaCombineMaxSlots);
     if (n * d == 0) return;
-    moe_combine_kernel<<<grid_for(n * d), kThreads, 0, s>>>(src, d, slots, gains, n, k, y);
-    cuda_check(cudaGetLastError(), "moe_combine launch");
+    cuda_check(launch_dependent(moe_combine_kernel, dim3(grid_for(n * d)), dim3(kThreads), 0, s, src, d,
+                                slots, n, k, y),
+               "moe_combine launch");
 }
 
 }  // namespace coli::cuda

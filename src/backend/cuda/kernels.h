@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backend/activations.h"
+#include "backend/cuda/limits.h"
 #include "formats/format.h"
 
 namespace coli::cuda {
@@ -166,10 +167,16 @@ void kda_chunked(const float* q, const float* k, const float* v, const float* g,
 // y[rows[i]] += src[i] * gains[i].                                          src: [m, d]; y: [*, d]
 void scatter_add(const float* src, int64_t d, const int32_t* rows, const float* gains, int64_t m, float* y,
                  cudaStream_t s);
-// y[t] += sum over j < k of src[slots[t * k + j]] * gains[t * k + j], in j order; slot -1 adds nothing.
-// Several experts' outputs for one token add up deterministically in one launch.
-//                                                                src: [*, d]; slots, gains: [n, k]; y: [n, d]
-void moe_combine(const float* src, int64_t d, const int32_t* slots, const float* gains, int64_t n, int k,
-                 float* y, cudaStream_t s);
+// Which routed rows each token of a moe_combine adds, passed by value (kernel parameter space), so that a
+// decode step copies no routing to the device.
+struct CombineSlots {
+    int32_t slots[kCudaCombineMaxSlots];  // routed row of (token t, j) at t * k + j; -1 adds nothing
+    float gains[kCudaCombineMaxSlots];    // its router weight
+};
+// y[t] += sum over j < k of src[slots[t * k + j]] * gains[t * k + j], in j order. Several experts' outputs
+// for one token add up deterministically in one launch.         src: [*, d]; y: [n, d]; n * k <=
+// kCudaCombineMaxSlots
+void moe_combine(const float* src, int64_t d, const CombineSlots& slots, int64_t n, int k, float* y,
+                 cudaStream_t s);
 
 }  // namespace coli::cuda

@@ -31,5 +31,8 @@ inline constexpr int kCudaKdaHeadDims[] = {16, 32, 64, 128};
 inline constexpr int kCudaConvMaxKernel = 8;
 // Most entries one res_mix call mixes (K3: 8 block snapshots and the running sum).
 inline constexpr int kCudaResMixMaxEntries = 16;
+// Most (token, k) slots one moe_combine launch carries in its parameters (2 KB of the 4 KB parameter
+// space); more tokens take more launches.
+inline constexpr int kCudaCombineMaxSlots = 256;
 
 }  // namespace coli

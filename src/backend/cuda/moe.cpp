@@ -1,13 +1,16 @@
 // moe_experts on CUDA. The experts' weights come from the VRAM tier (uploads on the upload stream).
-//   decode (every expert has at most kCudaGemvMaxTokens tokens, one d_ff): one gather of the routed rows,
-//     one batched GEMV for every expert's gate and up, one activation (SwiGLU or SiTU), one batched GEMV for
-//     the downs and one combine that adds each token's expert outputs in the CPU's order: five launches per
-//     layer, however many experts. The GEMVs and the activation are dependent launches, so the down GEMV's
-//     blocks issue their weight loads while the activation runs.
+//   decode (every expert has at most kCudaGemvMaxTokens tokens, one d_ff): one batched GEMV for every
+//     expert's gate and up, one activation (SwiGLU or SiTU), one batched GEMV for the downs and one combine
+//     that adds each token's expert outputs in the CPU's order: four launches per layer (the 4-bit GEMVs add
+//     an x layout), however many experts, all dependent launches (each one's blocks start as the one before
+//     leaves the SMs). No copy of the routing goes between them, which would keep them from overlapping: the
+//     GEMVs read x in place (every expert of a one-token step reads the same row; rows of tokens that are
+//     not consecutive are gathered first) and the combine's slots travel in its launch parameters.
 //   prefill: per expert (ascending id, as the CPU adds them) gather its tokens, gate and up matmuls,
 //     activation, down matmul, add back weighted; the next expert's upload is issued before the current
 //     expert's kernels are queued, so copies overlap compute.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -76,6 +79,31 @@ cuda::Scratch<T> device_copy(const std::shared_ptr<cuda::Context>& ctx, const st
     return d;
 }
 
+// y[t] += each of token t's routed rows of out, in the order the experts are used (as the CPU adds them), by
+// moe_combine launches whose slots travel in their parameters, as many tokens per launch as fit.
+void moe_combine_launch(const ExpertPlan& p, const Routing& r, const float* out, int64_t d_model, float* y,
+                        cudaStream_t s) {
+    check(r.k <= kCudaCombineMaxSlots, "cuda moe_experts: top-{} routing (at most {})", r.k,
+          kCudaCombineMaxSlots);
+    std::vector<int32_t> slots(r.n_tokens * r.k, -1);
+    std::vector<float> gains(r.n_tokens * r.k, 0.0f);
+    std::vector<int> filled(r.n_tokens, 0);
+    for (size_t i : p.used)
+        for (int64_t j = p.offset[i]; j < p.offset[i + 1]; ++j) {
+            const int32_t t = p.rows[j];
+            slots[t * r.k + filled[t]] = static_cast<int32_t>(j);
+            gains[t * r.k + filled[t]++] = p.gains[j];
+        }
+    const int64_t per_launch = kCudaCombineMaxSlots / r.k;
+    for (int64_t t0 = 0; t0 < r.n_tokens; t0 += per_launch) {
+        const int64_t n = std::min(per_launch, r.n_tokens - t0);
+        cuda::CombineSlots c;
+        std::copy_n(slots.begin() + t0 * r.k, n * r.k, c.slots);
+        std::copy_n(gains.begin() + t0 * r.k, n * r.k, c.gains);
+        cuda::moe_combine(out, d_model, c, n, r.k, y + t0 * d_model, s);
+    }
+}
+
 }  // namespace
 
 void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
@@ -103,30 +131,35 @@ void CudaBackend::moe_batched(const ExpertPlan& p, std::span<const ExpertWeights
     const cuda::GluArgs act = glu_args(experts.front().act);
     std::vector<std::shared_ptr<cuda::DeviceExpert>> dev;
     for (size_t i : p.used) dev.push_back(tier_->acquire(experts[i]));  // all uploads queued first
-    for (const auto& d : dev) cuda_check(cudaStreamWaitEvent(s, d->ready, 0), "wait for expert upload");
+    for (const auto& d : dev)  // a wait for an upload long done would only keep the GEMV from starting early
+        if (cudaEventQuery(d->ready) != cudaSuccess)
+            cuda_check(cudaStreamWaitEvent(s, d->ready, 0), "wait for expert upload");
 
-    // Each token's routed rows in the order the experts are used, as the CPU adds them.
-    std::vector<int32_t> slots(r.n_tokens * r.k, -1);
-    std::vector<float> slot_gains(r.n_tokens * r.k, 0.0f);
-    std::vector<int> filled(r.n_tokens, 0);
+    // An expert's x rows are read in place where its tokens are consecutive (decode: every expert reads
+    // token 0, so the GEMV lays x out once for all of them); otherwise they are gathered.
+    bool in_place = true;
     for (size_t i : p.used)
-        for (int64_t j = p.offset[i]; j < p.offset[i + 1]; ++j) {
-            const int32_t t = p.rows[j];
-            slots[t * r.k + filled[t]] = static_cast<int32_t>(j);
-            slot_gains[t * r.k + filled[t]++] = p.gains[j];
-        }
-    const cuda::Scratch<int32_t> d_rows = device_copy(ctx_, p.rows), d_slots = device_copy(ctx_, slots);
-    const cuda::Scratch<float> d_gains = device_copy(ctx_, slot_gains);
+        for (int64_t j = p.offset[i]; j < p.offset[i + 1]; ++j)
+            in_place = in_place && p.rows[j] == p.rows[p.offset[i]] + (j - p.offset[i]);
+    const auto* xp = static_cast<const float*>(x.storage());
+    std::optional<cuda::Scratch<float>> xs;
+    if (!in_place) {
+        xs.emplace(ctx_, total * d_model);
+        const cuda::Scratch<int32_t> d_rows = device_copy(ctx_, p.rows);
+        cuda::gather_rows(xp, d_model, d_rows.get(), total, xs->get(), s);
+    }
+    const auto x_of = [&](size_t i) {  // [m, d_model]
+        const int64_t o = p.offset[i];
+        return in_place ? xp + p.rows[o] * d_model : xs->get() + o * d_model;
+    };
 
-    cuda::Scratch<float> xs(ctx_, total * d_model), gate(ctx_, total * d_ff), up(ctx_, total * d_ff),
-        out(ctx_, total * d_model);
-    cuda::gather_rows(static_cast<const float*>(x.storage()), d_model, d_rows.get(), total, xs.get(), s);
+    cuda::Scratch<float> gate(ctx_, total * d_ff), up(ctx_, total * d_ff), out(ctx_, total * d_model);
     std::vector<cuda::GemvJob> jobs;
     for (size_t u = 0; u < p.used.size(); ++u) {
         const int64_t o = p.offset[p.used[u]];
         const int m = static_cast<int>(p.offset[p.used[u] + 1] - o);
-        jobs.push_back({dev[u]->gate, xs.get() + o * d_model, gate.get() + o * d_ff, m});  // [m, d_ff]
-        jobs.push_back({dev[u]->up, xs.get() + o * d_model, up.get() + o * d_ff, m});      // [m, d_ff]
+        jobs.push_back({dev[u]->gate, x_of(p.used[u]), gate.get() + o * d_ff, m});  // [m, d_ff]
+        jobs.push_back({dev[u]->up, x_of(p.used[u]), up.get() + o * d_ff, m});      // [m, d_ff]
     }
     cuda::gemv_batch(jobs.data(), static_cast<int>(jobs.size()), s);
     cuda::glu(gate.get(), up.get(), total * d_ff, act, gate.get(), s);
@@ -137,8 +170,7 @@ void CudaBackend::moe_batched(const ExpertPlan& p, std::span<const ExpertWeights
         jobs.push_back({dev[u]->down, gate.get() + o * d_ff, out.get() + o * d_model, m});  // [m, d_model]
     }
     cuda::gemv_batch(jobs.data(), static_cast<int>(jobs.size()), s);
-    cuda::moe_combine(out.get(), d_model, d_slots.get(), d_gains.get(), r.n_tokens, r.k,
-                      static_cast<float*>(y.storage()), s);
+    moe_combine_launch(p, r, out.get(), d_model, static_cast<float*>(y.storage()), s);
 }
 
 void CudaBackend::moe_per_expert(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
