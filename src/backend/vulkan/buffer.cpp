@@ -1,6 +1,8 @@
 #include "backend/vulkan/buffer.h"
 
+#include <algorithm>
 #include <bit>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -8,9 +10,12 @@ namespace coli::vk {
 
 namespace {
 
-constexpr uint64_t kMinBytes = 256;             // smallest size class
-constexpr uint64_t kPooledMaxBytes = 64 << 20;  // larger buffers (weights, caches) are not size-classed
-constexpr uint64_t kPoolCapacity = 512 << 20;   // released bytes kept for reuse at most
+constexpr uint64_t kMinBytes = 256;             // smallest scratch size class
+constexpr uint64_t kPooledMaxBytes = 64 << 20;  // larger buffers are neither size-classed nor kept
+constexpr uint64_t kWordBytes = 4;              // the shaders read 32-bit words
+static_assert(std::extent_v<decltype(Context::pools)> == kSizings, "one pool per Sizing");
+// Released bytes each pool keeps for reuse at most.
+constexpr uint64_t kPoolCapacity[kSizings] = {512ull << 20, 256ull << 20};
 
 uint32_t type_of(const Context& ctx, Memory kind) {
     switch (kind) {
@@ -58,10 +63,10 @@ Buffer buffer_allocate(Context& ctx, uint64_t bytes, Memory kind) {
 
 }  // namespace
 
-uint64_t BufferPool::size_class(uint64_t bytes) {
-    if (bytes <= kMinBytes) return kMinBytes;
-    if (bytes <= kPooledMaxBytes) return std::bit_ceil(bytes);
-    return (bytes + 3) / 4 * 4;  // whole words: the shaders read 32-bit words
+uint64_t BufferPool::capacity_of(uint64_t bytes) const {
+    if (sizing_ == Sizing::scratch && bytes <= kMinBytes) return kMinBytes;
+    if (sizing_ == Sizing::scratch && bytes <= kPooledMaxBytes) return std::bit_ceil(bytes);
+    return std::max((bytes + kWordBytes - 1) / kWordBytes * kWordBytes, kWordBytes);
 }
 
 BufferPool::~BufferPool() {
@@ -72,23 +77,34 @@ BufferPool::~BufferPool() {
 Buffer BufferPool::take(Memory kind, uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = free_.find({kind, bytes});
-    if (it == free_.end() || it->second.empty()) return {};
+    if (it == free_.end()) {
+        ++misses_;
+        return {};
+    }
     Buffer b = it->second.back();
     it->second.pop_back();
+    if (it->second.empty()) free_.erase(it);  // no empty lists: give() frees from the largest
     pooled_bytes_ -= b.bytes;
     return b;
 }
 
 void BufferPool::give(const Buffer& b) {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (b.bytes <= kPooledMaxBytes && pooled_bytes_ + b.bytes <= kPoolCapacity) {
-            free_[{b.kind, b.bytes}].push_back(b);
-            pooled_bytes_ += b.bytes;
-            return;
-        }
+    const uint64_t capacity = kPoolCapacity[static_cast<int>(sizing_)];
+    if (b.bytes > kPooledMaxBytes || b.bytes > capacity) return release(b);
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Room is made by freeing the largest kept buffers: a prefill's large scratch must not leave decode's
+    // small buffers (several per layer) to vkAllocateMemory.
+    while (pooled_bytes_ + b.bytes > capacity) {
+        auto largest = std::prev(free_.end());
+        for (auto it = free_.begin(); it != free_.end(); ++it)
+            if (it->first.second > largest->first.second) largest = it;
+        release(largest->second.back());
+        pooled_bytes_ -= largest->second.back().bytes;
+        largest->second.pop_back();
+        if (largest->second.empty()) free_.erase(largest);
     }
-    release(b);
+    free_[{b.kind, b.bytes}].push_back(b);
+    pooled_bytes_ += b.bytes;
 }
 
 void BufferPool::release(const Buffer& b) {
@@ -96,12 +112,13 @@ void BufferPool::release(const Buffer& b) {
     ctx_.api.vkFreeMemory(ctx_.device, b.memory, nullptr);  // unmaps too
 }
 
-BufferPtr buffer_new(const std::shared_ptr<Context>& ctx, uint64_t bytes, Memory kind) {
-    const uint64_t cls = BufferPool::size_class(bytes);
-    Buffer b = ctx->pool->take(kind, cls);
-    if (b.buffer == VK_NULL_HANDLE) b = buffer_allocate(*ctx, cls, kind);
-    return BufferPtr(new Buffer(b), [ctx](Buffer* p) {
-        ctx->pool->give(*p);
+BufferPtr buffer_new(const std::shared_ptr<Context>& ctx, uint64_t bytes, Memory kind, Sizing sizing) {
+    BufferPool& pool = *ctx->pools[static_cast<int>(sizing)];
+    const uint64_t capacity = pool.capacity_of(bytes);
+    Buffer b = pool.take(kind, capacity);
+    if (b.buffer == VK_NULL_HANDLE) b = buffer_allocate(*ctx, capacity, kind);
+    return BufferPtr(new Buffer(b), [ctx, &pool](Buffer* p) {
+        pool.give(*p);
         delete p;
     });
 }

@@ -29,27 +29,42 @@ struct Buffer {
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 
-// A buffer of at least `bytes` (never 0: empty tensors still bind a valid buffer).
-BufferPtr buffer_new(const std::shared_ptr<Context>& ctx, uint64_t bytes, Memory kind);
+// How a buffer's capacity follows its request, and which pool keeps it for reuse once released.
+enum class Sizing : uint8_t {
+    scratch,  // small requests round up to a power of two, so that buffers of nearby sizes are reused
+    exact,    // the request in whole words (weights: device memory holds what the VRAM budget counts; an
+              // evicted expert's buffers are reused by the next expert of its shape)
+};
+inline constexpr int kSizings = 2;
 
-// Released buffers by size class, for reuse: ops allocate scratch constantly and vkAllocateMemory is slow.
+// A buffer of at least `bytes` (never 0: empty tensors still bind a valid buffer).
+BufferPtr buffer_new(const std::shared_ptr<Context>& ctx, uint64_t bytes, Memory kind,
+                     Sizing sizing = Sizing::scratch);
+
+// Released buffers by capacity, for reuse: ops allocate scratch constantly and vkAllocateMemory is slow (~90
+// us on an H200). Each Sizing has a pool of its own, so that released weights cannot fill the room that
+// scratch needs.
 class BufferPool {
 public:
-    explicit BufferPool(Context& ctx) : ctx_(ctx) {}
+    BufferPool(Context& ctx, Sizing sizing) : ctx_(ctx), sizing_(sizing) {}
     ~BufferPool();
-    // A pooled buffer of class `bytes`, or a null buffer when none is kept.
+    // A pooled buffer of capacity `bytes`, or a null buffer when none is kept.
     Buffer take(Memory kind, uint64_t bytes);
-    // Keeps b for reuse when the pool has room, else frees it.
+    // Keeps b for reuse, freeing the largest kept buffers to make room, or frees b when it is too large.
     void give(const Buffer& b);
-    // The size class of a request: small buffers round up to a power of two so that they can be reused.
-    static uint64_t size_class(uint64_t bytes);
+    // The capacity of a buffer for a request of `bytes`.
+    uint64_t capacity_of(uint64_t bytes) const;
+    // Requests that no kept buffer served: each one a new allocation.
+    uint64_t misses() const { return misses_; }
 
 private:
     void release(const Buffer& b);
     Context& ctx_;
+    Sizing sizing_;
     std::mutex mutex_;                                                 // buffers are freed from any thread
     std::map<std::pair<Memory, uint64_t>, std::vector<Buffer>> free_;  // by (kind, capacity)
     uint64_t pooled_bytes_ = 0;                                        // capacity held in free_
+    uint64_t misses_ = 0;                                              // take() without a kept buffer
 };
 
 }  // namespace coli::vk

@@ -182,13 +182,14 @@ Context::Context(int index) {
     pci.pushConstantRangeCount = 1;
     pci.pPushConstantRanges = &push;
     vk_check(api.vkCreatePipelineLayout(device, &pci, nullptr, &pipeline_layout), "pipeline layout");
-    pool = std::make_unique<BufferPool>(*this);
+    for (Sizing sizing : {Sizing::scratch, Sizing::exact})
+        pools[static_cast<int>(sizing)] = std::make_unique<BufferPool>(*this, sizing);
 }
 
 Context::~Context() {
     if (device != VK_NULL_HANDLE) {
         api.vkDeviceWaitIdle(device);
-        pool.reset();
+        for (auto& p : pools) p.reset();
         api.vkDestroyPipelineLayout(device, pipeline_layout, nullptr);
         api.vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
         api.vkDestroyDevice(device, nullptr);

@@ -46,7 +46,7 @@ struct Context {
     int32_t unified_type = -1;                          // device-local type the host writes directly, or -1
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;  // kMaxBindings storage buffers, the slot arrays
     VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;  // set_layout + kPushBytes of push constants
-    std::unique_ptr<BufferPool> pool;                   // released buffers kept for reuse
+    std::unique_ptr<BufferPool> pools[2];               // released buffers kept for reuse, by Sizing
 
     // Opens device `index` of device_list(). Throws coli::Error with Vulkan's reason.
     explicit Context(int index);

@@ -15,11 +15,11 @@ uint64_t words_of(uint64_t bytes) {
 BufferPtr bytes_to_device(Stream& s, const void* src, uint64_t bytes) {
     const std::shared_ptr<Context>& ctx = s.context();
     if (ctx->unified()) {
-        BufferPtr b = buffer_new(ctx, words_of(bytes), Memory::unified);
+        BufferPtr b = buffer_new(ctx, bytes, Memory::unified, Sizing::exact);
         if (bytes > 0) std::memcpy(b->mapped, src, bytes);
         return b;
     }
-    BufferPtr b = buffer_new(ctx, words_of(bytes), Memory::device);
+    BufferPtr b = buffer_new(ctx, bytes, Memory::device, Sizing::exact);
     s.upload(b, 0, src, bytes);
     return b;
 }
