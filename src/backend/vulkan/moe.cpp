@@ -97,6 +97,7 @@ void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Ro
         moe_batched(p, experts, r, x, y);
     else
         moe_per_expert(p, experts, x, y);
+    stream_.flush();  // the device runs the experts while the host records what follows
 }
 
 void VulkanBackend::moe_batched(const vk::MoePlan& p, std::span<const ExpertWeights> experts,

@@ -21,13 +21,15 @@ Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pci.queueFamilyIndex = ctx_->queue_family;
     vk_check(api.vkCreateCommandPool(ctx_->device, &pci, nullptr, &command_pool_), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = command_pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    vk_check(api.vkAllocateCommandBuffers(ctx_->device, &ai, &cmd_), "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    vk_check(api.vkCreateFence(ctx_->device, &fci, nullptr, &fence_), "vkCreateFence");
+    for (Batch& b : batches_) {
+        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        ai.commandPool = command_pool_;
+        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        ai.commandBufferCount = 1;
+        vk_check(api.vkAllocateCommandBuffers(ctx_->device, &ai, &b.cmd), "vkAllocateCommandBuffers");
+        VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        vk_check(api.vkCreateFence(ctx_->device, &fci, nullptr, &b.fence), "vkCreateFence");
+    }
 }
 
 Stream::~Stream() {
@@ -36,24 +38,27 @@ Stream::~Stream() {
     } catch (const Error&) {  // a lost device at exit: nothing left to report it to
     }
     const Api& api = ctx_->api;
-    for (VkDescriptorPool p : set_pools_) api.vkDestroyDescriptorPool(ctx_->device, p, nullptr);
+    for (Batch& b : batches_) {
+        for (VkDescriptorPool p : b.set_pools) api.vkDestroyDescriptorPool(ctx_->device, p, nullptr);
+        api.vkDestroyFence(ctx_->device, b.fence, nullptr);
+    }
     if (timestamps_ != VK_NULL_HANDLE) api.vkDestroyQueryPool(ctx_->device, timestamps_, nullptr);
-    api.vkDestroyFence(ctx_->device, fence_, nullptr);
     api.vkDestroyCommandPool(ctx_->device, command_pool_, nullptr);
 }
 
 void Stream::record_begin() {
-    if (commands_ >= kMaxBatchCommands || staged_bytes_ >= kMaxBatchStaging) finish();
+    if (commands_ >= kMaxBatchCommands || staged_bytes_ >= kMaxBatchStaging) flush();
     const Api& api = ctx_->api;
     if (!recording_) {
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-        vk_check(api.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+        vk_check(api.vkBeginCommandBuffer(open().cmd, &bi), "vkBeginCommandBuffer");
         recording_ = true;
         concurrent_next_ = false;
-        return;
-    }
-    if (concurrent_next_) {
+        bool earlier_running = false;  // a batch submitted before may still run: the barrier follows it
+        for (const Batch& b : batches_) earlier_running = earlier_running || b.submitted;
+        if (!earlier_running) return;
+    } else if (concurrent_next_) {
         concurrent_next_ = false;
         return;
     }
@@ -64,16 +69,17 @@ void Stream::record_begin() {
                        VK_ACCESS_TRANSFER_WRITE_BIT;
     constexpr VkPipelineStageFlags kStages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    api.vkCmdPipelineBarrier(cmd_, kStages, kStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    api.vkCmdPipelineBarrier(open().cmd, kStages, kStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 VkDescriptorSet Stream::set_new() {
     const Api& api = ctx_->api;
-    if (set_pool_ < set_pools_.size() && sets_taken_ == kSetsPerPool) {
-        ++set_pool_;
-        sets_taken_ = 0;
+    Batch& b = open();
+    if (b.set_pool < b.set_pools.size() && b.sets_taken == kSetsPerPool) {
+        ++b.set_pool;
+        b.sets_taken = 0;
     }
-    if (set_pool_ == set_pools_.size()) {
+    if (b.set_pool == b.set_pools.size()) {
         const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                         kSetsPerPool * (kMaxBindings + 2 * ctx_->weight_slots)};
         VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -82,16 +88,16 @@ VkDescriptorSet Stream::set_new() {
         pci.pPoolSizes = &size;
         VkDescriptorPool pool = VK_NULL_HANDLE;
         vk_check(api.vkCreateDescriptorPool(ctx_->device, &pci, nullptr, &pool), "vkCreateDescriptorPool");
-        set_pools_.push_back(pool);
-        sets_taken_ = 0;
+        b.set_pools.push_back(pool);
+        b.sets_taken = 0;
     }
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = set_pools_[set_pool_];
+    ai.descriptorPool = b.set_pools[b.set_pool];
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &ctx_->set_layout;
     VkDescriptorSet set = VK_NULL_HANDLE;
     vk_check(api.vkAllocateDescriptorSets(ctx_->device, &ai, &set), "vkAllocateDescriptorSets");
-    ++sets_taken_;
+    ++b.sets_taken;
     return set;
 }
 
@@ -125,7 +131,7 @@ void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buff
         ++w;
         for (const BufferPtr& buf : bufs) {
             infos[i++] = {buf->buffer, 0, VK_WHOLE_SIZE};
-            held_.push_back(buf);
+            open().held.push_back(buf);
         }
     };
     uint32_t b = 0;
@@ -133,12 +139,13 @@ void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buff
     bind(kSlotBinding, slots.codes);
     bind(kSlotBinding + 1, slots.scales);
     api.vkUpdateDescriptorSets(ctx_->device, w, writes, 0, nullptr);
-    api.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    api.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_->pipeline_layout, 0, 1, &set, 0,
-                                nullptr);
+    api.vkCmdBindPipeline(open().cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    api.vkCmdBindDescriptorSets(open().cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_->pipeline_layout, 0, 1, &set,
+                                0, nullptr);
     if (push_bytes > 0)
-        api.vkCmdPushConstants(cmd_, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
-    api.vkCmdDispatch(cmd_, gx, gy, gz);
+        api.vkCmdPushConstants(open().cmd, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes,
+                               push);
+    api.vkCmdDispatch(open().cmd, gx, gy, gz);
     ++commands_;
 }
 
@@ -147,16 +154,16 @@ void Stream::copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& ds
     if (bytes == 0) return;
     record_begin();
     const VkBufferCopy region{src_offset, dst_offset, bytes};
-    ctx_->api.vkCmdCopyBuffer(cmd_, src->buffer, dst->buffer, 1, &region);
-    held_.push_back(src);
-    held_.push_back(dst);
+    ctx_->api.vkCmdCopyBuffer(open().cmd, src->buffer, dst->buffer, 1, &region);
+    open().held.push_back(src);
+    open().held.push_back(dst);
     ++commands_;
 }
 
 void Stream::zero(const BufferPtr& dst) {
     record_begin();
-    ctx_->api.vkCmdFillBuffer(cmd_, dst->buffer, 0, VK_WHOLE_SIZE, 0);
-    held_.push_back(dst);
+    ctx_->api.vkCmdFillBuffer(open().cmd, dst->buffer, 0, VK_WHOLE_SIZE, 0);
+    open().held.push_back(dst);
     ++commands_;
 }
 
@@ -166,8 +173,8 @@ void Stream::upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, 
     if (bytes <= kInlineUploadMax && bytes % 4 == 0 && dst_offset % 4 == 0) {
         if (bytes == 0) return;
         record_begin();
-        ctx_->api.vkCmdUpdateBuffer(cmd_, dst->buffer, dst_offset, bytes, src);
-        held_.push_back(dst);
+        ctx_->api.vkCmdUpdateBuffer(open().cmd, dst->buffer, dst_offset, bytes, src);
+        open().held.push_back(dst);
         ++commands_;
         return;
     }
@@ -200,8 +207,9 @@ void Stream::timestamp() {
     }
     record_begin();  // its barrier: the timestamp follows the commands before it
     check(timestamps_taken_ < kMaxTimestamps, "vulkan: more than {} timestamps in one batch", kMaxTimestamps);
-    api.vkCmdResetQueryPool(cmd_, timestamps_, timestamps_taken_, 1);
-    api.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, timestamps_taken_++);
+    api.vkCmdResetQueryPool(open().cmd, timestamps_, timestamps_taken_, 1);
+    api.vkCmdWriteTimestamp(open().cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_,
+                            timestamps_taken_++);
     ++commands_;
 }
 
@@ -222,24 +230,39 @@ std::vector<double> Stream::timestamps_ms() {
     return ms;
 }
 
-void Stream::finish() {
+void Stream::flush() {
     if (!recording_) return;
     const Api& api = ctx_->api;
+    Batch& b = open();
     recording_ = false;
-    vk_check(api.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd_;
-    vk_check(api.vkQueueSubmit(ctx_->queue, 1, &si, fence_), "vkQueueSubmit");
-    const VkResult waited = api.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX);
-    vk_check(api.vkResetFences(ctx_->device, 1, &fence_), "vkResetFences");
-    vk_check(api.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
-    for (VkDescriptorPool p : set_pools_) api.vkResetDescriptorPool(ctx_->device, p, 0);
-    set_pool_ = 0;
-    sets_taken_ = 0;
     commands_ = 0;
     staged_bytes_ = 0;
-    held_.clear();
+    vk_check(api.vkEndCommandBuffer(b.cmd), "vkEndCommandBuffer");
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &b.cmd;
+    vk_check(api.vkQueueSubmit(ctx_->queue, 1, &si, b.fence), "vkQueueSubmit");
+    b.submitted = true;
+    open_ = (open_ + 1) % kBatches;
+    if (open().submitted) batch_wait(open());
+}
+
+void Stream::finish() {
+    flush();
+    for (Batch& b : batches_)
+        if (b.submitted) batch_wait(b);
+}
+
+void Stream::batch_wait(Batch& b) {
+    const Api& api = ctx_->api;
+    const VkResult waited = api.vkWaitForFences(ctx_->device, 1, &b.fence, VK_TRUE, UINT64_MAX);
+    b.submitted = false;
+    vk_check(api.vkResetFences(ctx_->device, 1, &b.fence), "vkResetFences");
+    vk_check(api.vkResetCommandBuffer(b.cmd, 0), "vkResetCommandBuffer");
+    for (VkDescriptorPool p : b.set_pools) api.vkResetDescriptorPool(ctx_->device, p, 0);
+    b.set_pool = 0;
+    b.sets_taken = 0;
+    b.held.clear();
     vk_check(waited, "the device's work (vkWaitForFences)");
 }
 

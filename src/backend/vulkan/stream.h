@@ -1,7 +1,9 @@
-// Commands in program order on the device's queue: dispatches, copies and fills are recorded into one
-// command buffer, each after a full barrier on the previous ones, and submitted when the host needs a
-// result (finish) or when the batch is long. The stream keeps every buffer a pending command uses alive
-// until the batch completes.
+// Commands in program order on the device's queue: dispatches, copies and fills are recorded into a
+// command buffer (a batch), each after a full barrier on the commands before it (also those of batches
+// submitted earlier: a barrier's scope is the queue's submission order). A batch is submitted when the host
+// needs a result (finish, which waits), when a long op has been recorded (flush, which does not: the device
+// runs it while the host records what follows) or when it grows long. The stream keeps every buffer a
+// pending command uses alive until its batch completes.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +46,10 @@ public:
     void upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, uint64_t bytes);
     // host dst = src[src_offset, + bytes), after every command before it (waits).
     void download(const BufferPtr& src, uint64_t src_offset, void* dst, uint64_t bytes);
-    // Submits what is recorded and waits for it.
+    // Submits what is recorded and waits for it, and for every batch submitted before.
     void finish();
+    // Submits what is recorded without waiting (the next batch waits for the oldest of kBatches in flight).
+    void flush();
     // The next command does not depend on the one before it (different outputs, no read of the other's):
     // no barrier between the two, so that the device may overlap them.
     void concurrent_next() { concurrent_next_ = true; }
@@ -61,23 +65,33 @@ public:
     const std::shared_ptr<Context>& context() const { return ctx_; }
 
 private:
+    // One command buffer and what its commands hold until they have run.
+    struct Batch {
+        VkCommandBuffer cmd = VK_NULL_HANDLE;     // the commands
+        VkFence fence = VK_NULL_HANDLE;           // signaled when a submission of cmd has run
+        bool submitted = false;                   // submitted and not yet waited for
+        std::vector<BufferPtr> held;              // buffers its commands use
+        std::vector<VkDescriptorPool> set_pools;  // descriptor pools, reset once it has run
+        size_t set_pool = 0;                      // the pool sets come from now
+        uint32_t sets_taken = 0;                  // sets taken from it
+    };
+    static constexpr int kBatches = 3;  // batches in flight at most
+
     void record_begin();  // opens the command buffer and adds the barrier before the next command
     VkDescriptorSet set_new();
+    void batch_wait(Batch& b);  // waits for b's submission, then releases what it held
+    Batch& open() { return batches_[open_]; }
 
     std::shared_ptr<Context> ctx_;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
-    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-    VkFence fence_ = VK_NULL_HANDLE;
+    Batch batches_[kBatches];
+    int open_ = 0;                             // the batch commands are recorded into
     VkQueryPool timestamps_ = VK_NULL_HANDLE;  // kMaxTimestamps queries, made on first use
     uint32_t timestamps_taken_ = 0;            // taken since the last timestamps_ms()
-    bool recording_ = false;                   // cmd_ is open
+    bool recording_ = false;                   // the open batch's command buffer is open
     bool concurrent_next_ = false;             // concurrent_next() was called
     uint32_t commands_ = 0;                    // commands recorded in the open batch
     uint64_t staged_bytes_ = 0;                // staging memory held by the open batch
-    std::vector<BufferPtr> held_;              // buffers the open batch uses
-    std::vector<VkDescriptorPool> set_pools_;  // descriptor pools, reset after each batch
-    size_t set_pool_ = 0;                      // the pool sets come from now
-    uint32_t sets_taken_ = 0;                  // sets taken from it
 };
 
 }  // namespace coli::vk
