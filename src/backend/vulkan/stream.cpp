@@ -8,11 +8,12 @@
 namespace coli::vk {
 
 namespace {
-constexpr uint32_t kSetsPerPool = 512;               // descriptor sets per descriptor pool
-constexpr uint32_t kMaxBatchCommands = 2048;         // commands per submission before an automatic finish
-constexpr uint64_t kStagingChunk = 64ull << 20;      // bytes per staging copy of a large upload
-constexpr uint64_t kMaxBatchStaging = 256ull << 20;  // staging memory a batch may hold before finishing
-constexpr uint64_t kInlineUploadMax = 4096;          // bytes an upload may carry in the command buffer
+constexpr uint32_t kSetsPerPool = 512;           // descriptor sets per descriptor pool
+constexpr uint32_t kMaxBatchCommands = 2048;     // commands per batch before it is submitted
+constexpr uint64_t kStagingChunk = 64ull << 20;  // bytes per staging copy of a large upload
+// Staging memory a batch holds before it is submitted (kBatches of them may be in flight).
+constexpr uint64_t kMaxBatchStaging = 128ull << 20;
+constexpr uint64_t kInlineUploadMax = 4096;  // bytes an upload may carry in the command buffer
 }  // namespace
 
 Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
