@@ -85,6 +85,9 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
 }
 
 void moe_prefetch(Ops& ops, ExpertStore& store, int layer, const Weight& router, const Tensor& x, int top_k) {
+    // With the layer in RAM there is nothing to read: no guess, whose routing would make a GPU backend
+    // wait for the device a second time in the layer.
+    if (store.layer_held(layer)) return;
     const Routing guess = ops.route_softmax_topk(ops.matmul(router, x), top_k, false);
     const std::set<int32_t> ids(guess.experts.begin(), guess.experts.end());
     store.prefetch(layer, std::vector<int32_t>(ids.begin(), ids.end()));

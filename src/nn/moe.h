@@ -46,7 +46,8 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
                   const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch = {});
 
 // Guesses the experts `layer` will use by applying its router to x (the current layer's MoE input, a
-// close proxy for the next layer's) and starts their reads. It changes what is cached, never a result.
+// close proxy for the next layer's) and starts their reads; nothing when the layer is held in RAM. It changes
+// what is cached, never a result.
 //                                                                  x: [n, d_model]; router: [E, d_model]
 void moe_prefetch(Ops& ops, ExpertStore& store, int layer, const Weight& router, const Tensor& x, int top_k);
 

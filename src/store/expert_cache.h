@@ -46,6 +46,8 @@ public:
     // Bytes of the entries that cannot be evicted now (pinned and loaded, referenced, or being read).
     uint64_t held_bytes() const;
 
+    // Entries of `layer`, reads in flight included.
+    int layer_count(int layer) const { return layer_count_[layer]; }
     uint64_t charged_bytes() const { return charged_; }
     uint64_t evictions() const { return evictions_; }
     uint64_t budget() const { return budget_; }

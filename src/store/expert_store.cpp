@@ -390,6 +390,13 @@ int ExpertStore::max_resident(int layer) const {
     return s.max_resident(layer);
 }
 
+bool ExpertStore::layer_held(int layer) const {
+    const Impl& s = *impl_;
+    s.check_request(layer, {});
+    std::lock_guard lock(s.mu);
+    return s.cache.layer_count(layer) == s.index->n_experts();
+}
+
 void ExpertStore::routing_record(int layer, std::span<const int> experts) {
     Impl& s = *impl_;
     s.check_request(layer, experts);

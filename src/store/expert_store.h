@@ -95,6 +95,8 @@ public:
 
     // How many experts of `layer` can be held at once within the budget and slot limit (>= 1).
     int max_resident(int layer) const;
+    // Whether every expert of `layer` is cached or being read, so that a prefetch would read nothing.
+    bool layer_held(int layer) const;
 
     // Records the experts one token was routed to in `layer` (routing statistics and hot set).
     void routing_record(int layer, std::span<const int> experts);

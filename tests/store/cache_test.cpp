@@ -235,6 +235,21 @@ TEST_F(Cache, PrefetchThenFetchIsAHit) {
     EXPECT_EQ(store.stats().bytes_read, s.bytes_read);
 }
 
+// A layer is held once each of its experts is cached or being read (a prefetch would read nothing).
+TEST_F(Cache, LayerHeldOnceEveryExpertIsCachedOrRead) {
+    ExpertStore store = open({});
+    EXPECT_FALSE(store.layer_held(2));
+    std::vector<int> all_but_last = iota_experts(kExperts - 1);
+    store.fetch(2, all_but_last);
+    EXPECT_FALSE(store.layer_held(2));
+    store.prefetch(2, std::vector<int>{kExperts - 1});
+    EXPECT_TRUE(store.layer_held(2));
+    EXPECT_FALSE(store.layer_held(1));
+    store.fetch(2, iota_experts(kExperts));
+    EXPECT_TRUE(store.layer_held(2));
+    EXPECT_EQ(store.stats().misses, uint64_t(kExperts - 1));
+}
+
 // Prefetch takes only what fits without touching referenced entries; fetch then waits for the prefetched
 // reads to land so that it can evict them.
 TEST_F(Cache, PrefetchStaysWithinTheBudget) {
