@@ -128,8 +128,8 @@ void moe_decode_bench(CudaBackend& backend, const std::shared_ptr<cuda::Context>
                 first[l].push_back({gate_up.views[2 * g + 1], x, y + (2 * e + 1) * m.d_ff, 1});
                 second[l].push_back({down.views[l * kBenchExperts + e], x, y + e * m.d_model, 1});
             }
-        // The same number of layers as experts in the tier, which names an expert by (layer, id): each shape
-        // and format has layers of its own.
+        // As many layers through moe_experts, from the tier. The tier names an expert by (layer, id): each
+        // shape and format has layer ids of its own (at most kMaxCopies layers).
         const auto layer0 = static_cast<int32_t>((shape_index * std::size(kBenchFormats) + fi) * kMaxCopies);
         std::vector<std::vector<ExpertWeights>> experts(layers);
         for (int l = 0; l < layers; ++l)

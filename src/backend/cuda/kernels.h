@@ -173,9 +173,9 @@ struct CombineSlots {
     int32_t slots[kCudaCombineMaxSlots];  // routed row of (token t, j) at t * k + j; -1 adds nothing
     float gains[kCudaCombineMaxSlots];    // its router weight
 };
-// y[t] += sum over j < k of src[slots[t * k + j]] * gains[t * k + j], in j order. Several experts' outputs
-// for one token add up deterministically in one launch.         src: [*, d]; y: [n, d]; n * k <=
-// kCudaCombineMaxSlots
+// y[t] += sum over j < k of src[slots[t * k + j]] * gains[t * k + j], in j order, for n * k <=
+// kCudaCombineMaxSlots. A token's expert outputs add up deterministically in one launch.
+//                                                                                  src: [*, d]; y: [n, d]
 void moe_combine(const float* src, int64_t d, const CombineSlots& slots, int64_t n, int k, float* y,
                  cudaStream_t s);
 
