@@ -378,24 +378,41 @@ public:
 
     void dsa_cases() {
         uint32_t seed = 1300;
+        // How the scores come out: random, all equal (a zero query: every score is 0), or equal in groups
+        // (the cache's keys repeat every kKeyPeriod rows): ties go to the lower positions.
+        enum class Scores { random, all_equal, groups };
+        constexpr int64_t kKeyPeriod = 5;
         struct S {
             DsaShape shape;
             int64_t n, pos0, ctx;
+            Scores scores;
         };
-        // Fewer visible keys than top_k (padded), decode after a prefix, prefill.
-        const S cases[] = {{{4, 32, 8, 0.17f, 0.5f}, 3, 0, 8},
-                           {{4, 32, 8, 0.17f, 0.5f}, 1, 40, 64},
-                           {{2, 64, 16, 0.125f, 0.7f}, 12, 20, 40}};
+        // Fewer visible keys than top_k (padded), decode after a prefix, prefill; rows longer than a
+        // selection workgroup and top_k beyond it, with and without ties.
+        const S cases[] = {{{4, 32, 8, 0.17f, 0.5f}, 3, 0, 8, Scores::random},
+                           {{4, 32, 8, 0.17f, 0.5f}, 1, 40, 64, Scores::random},
+                           {{2, 64, 16, 0.125f, 0.7f}, 12, 20, 40, Scores::random},
+                           {{2, 16, 300, 0.2f, 0.5f}, 2, 600, 602, Scores::random},
+                           {{2, 16, 300, 0.2f, 0.5f}, 1, 500, 501, Scores::all_equal},
+                           {{2, 16, 300, 0.2f, 0.5f}, 3, 397, 400, Scores::groups}};
         for (const S& s : cases) {
             const DsaShape& m = s.shape;
             const int64_t qw = int64_t{m.n_heads} * m.head_dim;
-            const std::vector<float> q = random_normal(s.n * qw, ++seed),
-                                     w = random_normal(s.n * m.n_heads, ++seed),
-                                     k = random_normal(s.n * m.head_dim, ++seed),
-                                     kc = random_normal(s.ctx * m.head_dim, ++seed);
+            std::vector<float> q = random_normal(s.n * qw, ++seed);
+            const std::vector<float> w = random_normal(s.n * m.n_heads, ++seed),
+                                     k = random_normal(s.n * m.head_dim, ++seed);
+            std::vector<float> kc = random_normal(s.ctx * m.head_dim, ++seed);
+            if (s.scores == Scores::all_equal) std::fill(q.begin(), q.end(), 0.0f);
+            if (s.scores == Scores::groups)
+                for (int64_t r = kKeyPeriod; r < s.ctx; ++r)
+                    std::copy_n(kc.begin() + (r % kKeyPeriod) * m.head_dim, m.head_dim,
+                                kc.begin() + r * m.head_dim);
             check_same(
                 {OpKind::dsa_select, Format::f32, s.ctx, qw, s.n},
-                fmt::format("H={} d={} top={} n={} pos={}", m.n_heads, m.head_dim, m.top_k, s.n, s.pos0),
+                fmt::format("H={} d={} top={} n={} pos={}{}", m.n_heads, m.head_dim, m.top_k, s.n, s.pos0,
+                            s.scores == Scores::all_equal ? " all equal"
+                            : s.scores == Scores::groups  ? " ties"
+                                                          : ""),
                 kOpTolExact, [&](Backend& b) {
                     Tensor cache = tensor_on(b, s.ctx, m.head_dim, kc);
                     Tensor out = b.tensor_new(s.n, m.top_k);

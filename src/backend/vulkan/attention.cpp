@@ -2,6 +2,7 @@
 // memory ([queries x heads, keys] per chunk of queries), one pass each for scores, softmax and the
 // weighted sum, so that any context length works on any device.
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 #include "backend/vulkan/limits.h"
@@ -13,6 +14,7 @@ namespace coli {
 namespace {
 
 constexpr uint32_t kKeyThreads = 64;  // local size of the per-key and per-column shaders
+constexpr int64_t kPickedWords = 2;   // dsa_topk.comp's picked pairs: key and position
 
 uint32_t ceil_div(int64_t a, int64_t b) {
     return static_cast<uint32_t>((a + b - 1) / b);
@@ -128,8 +130,7 @@ void VulkanBackend::dsa_select(const Tensor& q, const Tensor& weights, const Ten
     const int64_t n = q.rows(), total = pos0 + n;
     stream_.copy(buffer_of(k), 0, buffer_of(cache), pos0 * s.head_dim * sizeof(float),
                  k.numel() * sizeof(float));
-    // Scores on the device; the top-k of each row on the host (n x context floats cross), by the rule every
-    // backend shares.
+    // Scores and their top-k on the device (dsa_topk.comp: the rule every backend shares).
     const vk::BufferPtr scores = scratch(n * total);
     const struct {
         uint32_t total, pos0, heads, dim;
@@ -138,11 +139,13 @@ void VulkanBackend::dsa_select(const Tensor& q, const Tensor& weights, const Ten
            uint32_t(s.head_dim), s.scale,        s.weight_scale};
     run("dsa_scores", {}, {buffer_of(q), buffer_of(weights), buffer_of(cache), scores}, push,
         ceil_div(total, kKeyThreads), uint32_t(n));
-    std::vector<float> host(n * total), picked(n * s.top_k);
-    stream_.download(scores, 0, host.data(), host.size() * sizeof(float));
-    for (int64_t i = 0; i < n; ++i)
-        dsa_topk_row(&host[i * total], pos0 + i + 1, s.top_k, &picked[i * s.top_k]);
-    tensor_write(out, picked);
+    const uint32_t stride = std::bit_ceil(static_cast<uint32_t>(s.top_k));
+    const vk::BufferPtr picked = scratch(n * stride * kPickedWords);
+    const struct {
+        uint32_t n, total, pos0, top_k, stride;
+    } tp{uint32_t(n), uint32_t(total), uint32_t(pos0), uint32_t(s.top_k), stride};
+    const auto gx = static_cast<uint32_t>(std::min<int64_t>(n, vk::kMaxGroups));
+    run("dsa_topk", {}, {scores, buffer_of(out), picked}, tp, gx, ceil_div(n, gx));
 }
 
 }  // namespace coli
