@@ -4,6 +4,8 @@
 // memory, not a cache. Times are the device's (GPU timestamps around kCallsPerRun back-to-back calls in one
 // submission, as CUDA's events time its kernels), the median of kRepeats runs; the commands' recording on
 // the host, which precedes the submission, is not in them (the MoE layer also shows the wall time).
+// moe_experts submits its own commands (the host records what follows while they run), so its device time
+// includes a submission per call.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,7 +45,8 @@ constexpr double kClockWarmupMs = 250.0;  // wall time of busy device before a m
 constexpr int kLoadsPerBatch = 20;        // loads per warm-up submission (~10 ms on an H200)
 
 // Milliseconds per call of f, the median of kRepeats runs of `calls` calls. `device`: between GPU
-// timestamps, all runs in one submission after the warm-up (where the queue has no timestamps, as `wall`);
+// timestamps, all runs in one submission after the warm-up unless the calls submit (where the queue has no
+// timestamps, as `wall`);
 // `wall`: on the host's clock, one more run recorded and submitted on its own (the recording included).
 struct Timing {
     double device, wall;
