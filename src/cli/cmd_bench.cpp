@@ -414,9 +414,13 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
                fmt::format("raw {} reads of random experts, {} at a time",
                            probe.direct ? "O_DIRECT" : "BUFFERED (no O_DIRECT)", a.engine.io_threads),
                median(store_gbps) / disk);
-    fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, disk_bound,
-               fmt::format("disk: {:.2f} GB/s / {} read per token", disk, bytes_human(uint64_t(miss))),
-               disk_bound > 0 ? tps / disk_bound : 0);
+    if (miss > 0)
+        fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, disk_bound,
+                   fmt::format("disk: {:.2f} GB/s / {} read per token", disk, bytes_human(uint64_t(miss))),
+                   tps / disk_bound);
+    else
+        fmt::print("{:<28} {:>12.2f} | {:>12}  {}\n", "decode tok/s", tps, "none",
+                   "disk: no expert was read in the measured steps");
     // On a GPU the dense weights are read from device memory: `coli test-ops --bench` has those bounds.
     if (on_cpu)
         fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, mem_bound,
