@@ -388,13 +388,14 @@ public:
             Scores scores;
         };
         // Fewer visible keys than top_k (padded), decode after a prefix, prefill; rows longer than a
-        // selection workgroup and top_k beyond it, with and without ties.
+        // selection workgroup and top_k beyond it, with and without ties; DeepSeek's and GLM's top_k.
         const S cases[] = {{{4, 32, 8, 0.17f, 0.5f}, 3, 0, 8, Scores::random},
                            {{4, 32, 8, 0.17f, 0.5f}, 1, 40, 64, Scores::random},
                            {{2, 64, 16, 0.125f, 0.7f}, 12, 20, 40, Scores::random},
                            {{2, 16, 300, 0.2f, 0.5f}, 2, 600, 602, Scores::random},
                            {{2, 16, 300, 0.2f, 0.5f}, 1, 500, 501, Scores::all_equal},
-                           {{2, 16, 300, 0.2f, 0.5f}, 3, 397, 400, Scores::groups}};
+                           {{2, 16, 300, 0.2f, 0.5f}, 3, 397, 400, Scores::groups},
+                           {{2, 16, 2048, 0.2f, 0.5f}, 1, 2500, 2501, Scores::random}};
         for (const S& s : cases) {
             const DsaShape& m = s.shape;
             const int64_t qw = int64_t{m.n_heads} * m.head_dim;
