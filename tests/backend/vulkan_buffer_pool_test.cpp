@@ -21,31 +21,35 @@ namespace {
 constexpr uint64_t kLargeBytes = 64ull << 20;  // the largest buffer the pools keep
 constexpr int kLargeCount = 8;                 // enough of them to fill the scratch pool (512 MB)
 constexpr uint64_t kSmallBytes = 4096;
-
-std::shared_ptr<vk::Context> context_or_skip() {
-    if (vk::device_list().devices.empty()) return nullptr;
-    return std::make_shared<vk::Context>(0);
-}
 #endif
 
-TEST(VulkanBufferPool, WeightsTakeTheirSizeScratchItsClass) {
+// A Vulkan context on device 0, or the test skipped, loudly, where there is none.
+class VulkanBufferPool : public ::testing::Test {
+protected:
+    void SetUp() override {
 #if !COLI_HAVE_VULKAN
-    GTEST_SKIP() << "SKIPPED: this build has no Vulkan backend (-DCOLI_VULKAN=ON)";
+        GTEST_SKIP() << "SKIPPED: this build has no Vulkan backend (-DCOLI_VULKAN=ON)";
 #else
-    const std::shared_ptr<vk::Context> ctx = context_or_skip();
-    if (!ctx) GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
+        if (vk::device_list().devices.empty())
+            GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
+        ctx = std::make_shared<vk::Context>(0);
+#endif
+    }
+#if COLI_HAVE_VULKAN
+    std::shared_ptr<vk::Context> ctx;
+#endif
+};
+
+TEST_F(VulkanBufferPool, WeightsTakeTheirSizeScratchItsClass) {
+#if COLI_HAVE_VULKAN
     EXPECT_EQ(vk::buffer_new(ctx, 1000, vk::Memory::device, vk::Sizing::exact)->bytes, 1000u);
     EXPECT_EQ(vk::buffer_new(ctx, 1001, vk::Memory::device, vk::Sizing::exact)->bytes, 1004u);
     EXPECT_EQ(vk::buffer_new(ctx, 1000, vk::Memory::device)->bytes, 1024u);
 #endif
 }
 
-TEST(VulkanBufferPool, SmallScratchIsKeptWhenLargeScratchFilledThePool) {
-#if !COLI_HAVE_VULKAN
-    GTEST_SKIP() << "SKIPPED: this build has no Vulkan backend (-DCOLI_VULKAN=ON)";
-#else
-    const std::shared_ptr<vk::Context> ctx = context_or_skip();
-    if (!ctx) GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
+TEST_F(VulkanBufferPool, SmallScratchIsKeptWhenLargeScratchFilledThePool) {
+#if COLI_HAVE_VULKAN
     const vk::BufferPool& pool = *ctx->pools[static_cast<int>(vk::Sizing::scratch)];
     {
         std::vector<vk::BufferPtr> large;

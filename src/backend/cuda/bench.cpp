@@ -107,8 +107,7 @@ void moe_decode_bench(CudaBackend& backend, const std::shared_ptr<cuda::Context>
                "of copy", "batch us", "GB/s", "of copy", "gate/up us", "of copy", "down us", "of copy");
     Tensor xt = backend.tensor_new(1, m.d_model), yt = backend.tensor_new(1, m.d_model);
     backend.tensor_write(xt, random_normal(m.d_model, 5));
-    Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
-    for (int e = 0; e < kBenchExperts; ++e) r.experts.push_back(e);
+    const Routing r = bench_moe_routing();
     const std::vector<float> wf = random_normal(static_cast<size_t>(m.d_ff * m.d_model), 13);
     for (size_t fi = 0; fi < std::size(kBenchFormats); ++fi) {
         const Format f = kBenchFormats[fi];
@@ -131,12 +130,8 @@ void moe_decode_bench(CudaBackend& backend, const std::shared_ptr<cuda::Context>
         // As many layers through moe_experts, from the tier. The tier names an expert by (layer, id): each
         // shape and format has layer ids of its own (at most kMaxCopies layers).
         const auto layer0 = static_cast<int32_t>((shape_index * std::size(kBenchFormats) + fi) * kMaxCopies);
-        std::vector<std::vector<ExpertWeights>> experts(layers);
-        for (int l = 0; l < layers; ++l)
-            for (int e = 0; e < kBenchExperts; ++e)
-                experts[l].push_back({e, Weight{gu.view(), nullptr, nullptr},
-                                      Weight{gu.view(), nullptr, nullptr},
-                                      Weight{dn.view(), nullptr, nullptr}, layer0 + l});
+        const std::vector<std::vector<ExpertWeights>> experts =
+            bench_moe_layers(gu.view(), dn.view(), layers, layer0);
         for (int l = 0; l < layers; ++l) backend.moe_experts(experts[l], r, xt, yt);  // uploads into the tier
         const double moe_ms = time_ms(s, [&](int i) { backend.moe_experts(experts[i % layers], r, xt, yt); });
         const double ms = time_ms(s, [&](int i) {

@@ -1,11 +1,12 @@
 // moe_experts on CUDA. The experts' weights come from the VRAM tier (uploads on the upload stream).
-//   decode (every expert has at most kCudaGemvMaxTokens tokens, one d_ff): one batched GEMV for every
-//     expert's gate and up, one activation (SwiGLU or SiTU), one batched GEMV for the downs and one combine
-//     that adds each token's expert outputs in the CPU's order: four launches per layer (the 4-bit GEMVs add
-//     an x layout), however many experts, all dependent launches (each one's blocks start as the one before
-//     leaves the SMs). No copy of the routing goes between them, which would keep them from overlapping: the
-//     GEMVs read x in place (every expert of a one-token step reads the same row; rows of tokens that are
-//     not consecutive are gathered first) and the combine's slots travel in its launch parameters.
+//   decode (every expert has at most kCudaGemvMaxTokens tokens, one d_ff, top-k up to kCudaCombineMaxSlots):
+//     one batched GEMV for every expert's gate and up, one activation (SwiGLU or SiTU), one batched GEMV for
+//     the downs and one combine that adds each token's expert outputs in the CPU's order: four launches per
+//     layer (the 4-bit GEMVs add an x layout), however many experts, all dependent launches (each one's
+//     blocks start as the one before leaves the SMs). No copy of the routing goes between them, which would
+//     keep them from overlapping: the GEMVs read x in place (every expert of a one-token step reads the
+//     same row; rows of tokens that are not consecutive are gathered first) and the combine's slots travel
+//     in its launch parameters.
 //   prefill: per expert (ascending id, as the CPU adds them) gather its tokens, gate and up matmuls,
 //     activation, down matmul, add back weighted; the next expert's upload is issued before the current
 //     expert's kernels are queued, so copies overlap compute.
@@ -29,7 +30,7 @@ struct ExpertPlan {
     std::vector<size_t> used;        // experts with rows, in span order
     int64_t max_m = 0;               // most rows of one expert
     int64_t max_ff = 0, min_ff = 0;  // largest and smallest d_ff
-    bool batchable = true;           // one d_ff, one format per matrix kind, rows of whole GEMV chunks
+    bool batchable = true;  // one d_ff, one format per matrix kind, rows of whole GEMV chunks, k combinable
 };
 
 namespace {
@@ -63,7 +64,9 @@ ExpertPlan expert_plan(std::span<const ExpertWeights> experts, const Routing& r,
         p.batchable = p.batchable && batch_fits(e.gate, e0.gate.format()) &&
                       batch_fits(e.up, e0.gate.format()) && batch_fits(e.down, e0.down.format());
     }
-    p.batchable = p.batchable && p.max_m <= kCudaGemvMaxTokens && p.min_ff == p.max_ff;
+    // The combine carries one token's k slots in its launch parameters at least.
+    p.batchable =
+        p.batchable && p.max_m <= kCudaGemvMaxTokens && p.min_ff == p.max_ff && r.k <= kCudaCombineMaxSlots;
     return p;
 }
 
@@ -83,8 +86,6 @@ cuda::Scratch<T> device_copy(const std::shared_ptr<cuda::Context>& ctx, const st
 // moe_combine launches whose slots travel in their parameters, as many tokens per launch as fit.
 void moe_combine_launch(const ExpertPlan& p, const Routing& r, const float* out, int64_t d_model, float* y,
                         cudaStream_t s) {
-    check(r.k <= kCudaCombineMaxSlots, "cuda moe_experts: top-{} routing (at most {})", r.k,
-          kCudaCombineMaxSlots);
     std::vector<int32_t> slots(r.n_tokens * r.k, -1);
     std::vector<float> gains(r.n_tokens * r.k, 0.0f);
     std::vector<int> filled(r.n_tokens, 0);

@@ -108,8 +108,7 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
                "of copy", "down us", "of copy", "single us", "of copy");
     Tensor x = b.tensor_new(1, m.d_model), y = b.tensor_new(1, m.d_model);
     b.tensor_write(x, random_normal(m.d_model, 5));
-    Routing r{1, kBenchExperts, {}, std::vector<float>(kBenchExperts, 1.0f / kBenchExperts)};
-    for (int e = 0; e < kBenchExperts; ++e) r.experts.push_back(e);
+    const Routing r = bench_moe_routing();
     const std::vector<float> gw = random_normal(m.d_ff * m.d_model, 13),
                              dw = random_normal(m.d_model * m.d_ff, 17);
     // The batched dispatches' operands: job e reads x row e and writes row e of its output.
@@ -128,12 +127,8 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
         const uint64_t layer_bytes = kBenchExperts * (2 * weight_bytes(gu.view()) + weight_bytes(dn.view()));
         const int layers = static_cast<int>(std::clamp<uint64_t>(
             std::min(kSpanBytes / layer_bytes + 1, tier_bytes / (4 * layer_bytes)), 1, kMaxMoeLayers));
-        std::vector<std::vector<ExpertWeights>> experts(layers);
-        for (int l = 0; l < layers; ++l)
-            for (int e = 0; e < kBenchExperts; ++e)
-                experts[l].push_back({e, Weight{gu.view(), nullptr, nullptr},
-                                      Weight{gu.view(), nullptr, nullptr},
-                                      Weight{dn.view(), nullptr, nullptr}, layer0 + l});
+        const std::vector<std::vector<ExpertWeights>> experts =
+            bench_moe_layers(gu.view(), dn.view(), layers, layer0);
         for (int l = 0; l < layers; ++l) b.moe_experts(experts[l], r, x, y);  // uploads into the tier
         const Timing moe = time_calls(
             b.stream(), load, [&](int i) { b.moe_experts(experts[i % layers], r, x, y); }, kMoeCallsPerRun);
