@@ -314,7 +314,8 @@ public:
         const S cases[] = {{{4, 32, 16, 24, 32, 0.15f}, 1, 9, 16},
                            {{4, 32, 16, 24, 32, 0.15f}, 6, 0, 8},
                            {{2, 64, 32, 64, 128, 0.1f}, 3, 40, 64},
-                           {{2, 32, 16, 24, 64, 0.1f}, 2, 1100, 1200}};  // keys in several tiles
+                           {{2, 32, 16, 24, 64, 0.1f}, 2, 1100, 1200},  // keys in several tiles
+                           {{80, 32, 16, 24, 96, 0.1f}, 2, 70, 80}};    // heads and latent in partial tiles
         for (Format f : {Format::f32, Format::bf16, Format::fp8_e4m3_block}) {
             for (const S& s : cases) {
                 const MlaShape& m = s.shape;
@@ -395,7 +396,8 @@ public:
                            {{2, 16, 300, 0.2f, 0.5f}, 2, 600, 602, Scores::random},
                            {{2, 16, 300, 0.2f, 0.5f}, 1, 500, 501, Scores::all_equal},
                            {{2, 16, 300, 0.2f, 0.5f}, 3, 397, 400, Scores::groups},
-                           {{2, 16, 2048, 0.2f, 0.5f}, 1, 2500, 2501, Scores::random}};
+                           {{2, 16, 2048, 0.2f, 0.5f}, 1, 2500, 2501, Scores::random},
+                           {{40, 24, 8, 0.2f, 0.5f}, 2, 70, 72, Scores::random}};  // a head_dim with a tail
         for (const S& s : cases) {
             const DsaShape& m = s.shape;
             const int64_t qw = int64_t{m.n_heads} * m.head_dim;

@@ -1,6 +1,7 @@
 // Attention on Vulkan: GQA over the KV cache, absorbed MLA, and the DSA indexer. Scores go through device
 // memory ([queries x heads, keys] per chunk of queries), one pass each for scores, softmax and the
-// weighted sum, so that any context length works on any device.
+// weighted sum, so that any context length works on any device. MLA's two products (scores, latent mix) go
+// in shared-memory tiles of heads x keys (tile.glsl), so that a cached row is read once per tile of heads.
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -14,7 +15,15 @@ namespace coli {
 namespace {
 
 constexpr uint32_t kKeyThreads = 64;  // local size of the per-key and per-column shaders
-constexpr int64_t kPickedWords = 2;   // dsa_topk.comp's picked pairs: key and position
+constexpr int64_t kMlaTile = 64;      // heads, keys and latent columns of a mla_scores / mla_mix workgroup
+constexpr int64_t kMixDepth = 16;     // keys per step of mla_mix (tile.glsl kDepth): a split holds a multiple
+constexpr int64_t kMixSplitMin = 256;       // keys of a split at least
+constexpr int64_t kMixTargetGroups = 1024;  // mla_mix workgroups that keep a large GPU busy
+constexpr uint32_t kSumThreads = 256;       // local size of sum_parts.comp
+constexpr int64_t kDsaThreads = 256;        // local size of dsa_scores.comp: a workgroup's keys x heads
+constexpr int64_t kDsaMaxHeads = 128;       // dsa_scores.comp's indexer heads at most
+constexpr int64_t kDsaMaxGroupKeys = 64;    // and keys per workgroup
+constexpr int64_t kPickedWords = 2;         // dsa_topk.comp's picked pairs: key and position
 
 uint32_t ceil_div(int64_t a, int64_t b) {
     return static_cast<uint32_t>((a + b - 1) / b);
@@ -28,16 +37,40 @@ int64_t chunk_queries(int64_t n, int64_t heads, int64_t keys) {
     return std::clamp<int64_t>(std::min(by_memory, by_grid), 1, std::max<int64_t>(n, 1));
 }
 
-struct MixPush {
-    uint32_t i0, heads, group, width, v_cols, keys, selected, out_row0;
-};
-
 }  // namespace
 
 void VulkanBackend::softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys) {
     const struct { uint32_t keys; } push{static_cast<uint32_t>(keys)};
     const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(rows, vk::kMaxGroups));
     run("softmax", {}, {scores}, push, gx, ceil_div(rows, gx));
+}
+
+// mixed = p latent per query (mla_mix.comp), over `splits` ranges of the keys when the tiles alone are too
+// few for the device, added in order by sum_parts.comp.
+void VulkanBackend::mla_mix(const vk::BufferPtr& p, const vk::BufferPtr& latent, const vk::BufferPtr& sel,
+                            const vk::BufferPtr& mixed, uint32_t i0, uint32_t queries, const MlaShape& s,
+                            int64_t keys, bool selected) {
+    const int64_t tiles = int64_t{queries} * ceil_div(s.n_heads, kMlaTile) * ceil_div(s.kv_lora, kMlaTile);
+    const int64_t splits_wanted =
+        std::clamp<int64_t>(kMixTargetGroups / tiles, 1, std::max<int64_t>(1, keys / kMixSplitMin));
+    const int64_t split_keys = (ceil_div(keys, splits_wanted) + kMixDepth - 1) / kMixDepth * kMixDepth;
+    const uint32_t splits = ceil_div(keys, split_keys);
+    const int64_t part_size = int64_t{queries} * s.n_heads * s.kv_lora;
+    const vk::BufferPtr parts = splits > 1 ? scratch(splits * part_size) : mixed;
+    const struct {
+        uint32_t i0, heads, lora, keys, selected, split_keys, part_size;
+    } push{i0,
+           uint32_t(s.n_heads),
+           uint32_t(s.kv_lora),
+           uint32_t(keys),
+           selected ? 1u : 0u,
+           uint32_t(split_keys),
+           uint32_t(part_size)};
+    run("mla_mix", {}, {p, latent, sel, parts}, push, splits * ceil_div(s.kv_lora, kMlaTile),
+        queries * ceil_div(s.n_heads, kMlaTile));
+    if (splits == 1) return;
+    const struct { uint32_t count, n_parts; } sum{uint32_t(part_size), splits};
+    run("sum_parts", {}, {parts, mixed}, sum, groups_for(part_size, kSumThreads));
 }
 
 void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache,
@@ -65,10 +98,11 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
         run("attn_scores", {}, {buffer_of(q), buffer_of(cache.k), scores}, sp, ceil_div(keys, kKeyThreads),
             uint32_t(rows));
         softmax_rows(scores, rows, keys);
-        const MixPush mp{uint32_t(i0),       heads,          group, uint32_t(s.head_dim),
-                         uint32_t(kv_width), uint32_t(keys), 0,     uint32_t(i0)};
-        run("mix", {}, {scores, buffer_of(cache.v), placeholder_, buffer_of(out)}, mp,
-            ceil_div(s.head_dim, kKeyThreads), uint32_t(rows));
+        const struct {
+            uint32_t i0, heads, group, width, v_cols, keys;
+        } mp{uint32_t(i0), heads, group, uint32_t(s.head_dim), uint32_t(kv_width), uint32_t(keys)};
+        run("mix", {}, {scores, buffer_of(cache.v), buffer_of(out)}, mp, ceil_div(s.head_dim, kKeyThreads),
+            uint32_t(rows));
     }
 }
 
@@ -108,11 +142,12 @@ void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const T
         } sp{uint32_t(i0), heads,          uint32_t(s.nope_dim), uint32_t(s.rope_dim),
              lora,         uint32_t(keys), uint32_t(pos0),       selection ? 1u : 0u,
              s.scale};
+        const auto queries = static_cast<uint32_t>(std::min(chunk, n - i0));
+        const uint32_t head_tiles = ceil_div(s.n_heads, kMlaTile);
         run("mla_scores", {}, {q_abs, buffer_of(q), buffer_of(cache.k), buffer_of(cache.v), sel, scores}, sp,
-            ceil_div(keys, kKeyThreads), rows);
+            ceil_div(keys, kMlaTile), queries * head_tiles);
         softmax_rows(scores, rows, keys);
-        const MixPush mp{uint32_t(i0), heads, heads, lora, lora, uint32_t(keys), selection ? 1u : 0u, 0};
-        run("mix", {}, {scores, buffer_of(cache.k), sel, mixed}, mp, ceil_div(s.kv_lora, kKeyThreads), rows);
+        mla_mix(scores, buffer_of(cache.k), sel, mixed, uint32_t(i0), queries, s, keys, selection != nullptr);
         const struct {
             uint32_t i0, heads, nope, v_dim, lora;
         } op{uint32_t(i0), heads, uint32_t(s.nope_dim), uint32_t(s.v_dim), lora};
@@ -132,13 +167,17 @@ void VulkanBackend::dsa_select(const Tensor& q, const Tensor& weights, const Ten
                  k.numel() * sizeof(float));
     // Scores and their top-k on the device (dsa_topk.comp: the rule every backend shares).
     const vk::BufferPtr scores = scratch(n * total);
+    check(s.n_heads <= kDsaMaxHeads, "vulkan: dsa_select with {} indexer heads; it takes at most {}",
+          s.n_heads, kDsaMaxHeads);
+    const int64_t group_keys = std::min(kDsaThreads / s.n_heads, kDsaMaxGroupKeys);
     const struct {
         uint32_t total, pos0, heads, dim;
         float scale, weight_scale;
-    } push{uint32_t(total),      uint32_t(pos0), uint32_t(s.n_heads),
-           uint32_t(s.head_dim), s.scale,        s.weight_scale};
+        uint32_t group_keys;
+    } push{uint32_t(total), uint32_t(pos0), uint32_t(s.n_heads), uint32_t(s.head_dim),
+           s.scale,         s.weight_scale, uint32_t(group_keys)};
     run("dsa_scores", {}, {buffer_of(q), buffer_of(weights), buffer_of(cache), scores}, push,
-        ceil_div(total, kKeyThreads), uint32_t(n));
+        ceil_div(total, group_keys), uint32_t(n));
     const uint32_t stride = std::bit_ceil(static_cast<uint32_t>(s.top_k));
     const vk::BufferPtr picked = scratch(n * stride * kPickedWords);
     const struct {

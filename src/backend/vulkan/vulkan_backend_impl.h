@@ -111,6 +111,10 @@ private:
                         Tensor& y);
     // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0).
     void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys);
+    // mixed = p latent for the heads of `queries` queries from i0 (MLA), split over the keys when long.
+    void mla_mix(const vk::BufferPtr& p, const vk::BufferPtr& latent, const vk::BufferPtr& sel,
+                 const vk::BufferPtr& mixed, uint32_t i0, uint32_t queries, const MlaShape& s, int64_t keys,
+                 bool selected);
 
     std::shared_ptr<vk::Context> ctx_;
     vk::Pipelines pipelines_;

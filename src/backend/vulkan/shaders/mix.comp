@@ -1,26 +1,22 @@
 #version 450
-// Probability-weighted sums of cached rows: out[o][h * width + d] = sum_j p[row][j] v[key(j)][(h / group) *
-// width + d], with row = (i - i0) * heads + h and o = out_row0 + (i - i0); key(j) = j, or the selected
-// position sel[i][j] (DSA). Attention's values and MLA's latent mix. One thread per (row, d); keys whose
+// Attention's probability-weighted sums of the cached values: out[i][h * width + d] = sum_j p[row][j]
+// v[j][(h / group) * width + d], with row = (i - i0) * heads + h. One thread per (row, d); keys whose
 // probability is 0 (masked) are skipped by the whole workgroup.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, binding = 0) readonly buffer P { float p[]; };      // [rows, keys]
-layout(std430, binding = 1) readonly buffer V { float v[]; };      // [ctx, v_cols]
-layout(std430, binding = 2) readonly buffer Sel { float sel[]; };  // [n, keys] when selected
-layout(std430, binding = 3) writeonly buffer Out { float o[]; };   // [*, heads * width]
+layout(std430, binding = 0) readonly buffer P { float p[]; };     // [rows, keys]
+layout(std430, binding = 1) readonly buffer V { float v[]; };     // [ctx, v_cols]
+layout(std430, binding = 2) writeonly buffer Out { float o[]; };  // [n, heads * width]
 layout(push_constant) uniform Push {
-    uint i0;        // first query of the chunk
-    uint heads;     // query heads
-    uint group;     // query heads per value head
-    uint width;     // values per head
-    uint v_cols;    // width of a cached row
-    uint keys;      // probabilities per row
-    uint selected;  // 1: keys are sel's positions
-    uint out_row0;  // output row of query i0
+    uint i0;      // first query of the chunk
+    uint heads;   // query heads
+    uint group;   // query heads per value head
+    uint width;   // values per head
+    uint v_cols;  // width of a cached row
+    uint keys;    // probabilities per row
 } pc;
 
 void main() {
@@ -31,8 +27,7 @@ void main() {
     for (uint j = 0u; j < pc.keys; ++j) {
         const float w = p[row * pc.keys + j];
         if (w == 0.0) continue;
-        const uint key = pc.selected != 0u ? uint(sel[i * pc.keys + j]) : j;
-        if (d < pc.width) acc += w * v[key * pc.v_cols + vb];
+        if (d < pc.width) acc += w * v[j * pc.v_cols + vb];
     }
-    if (d < pc.width) o[(pc.out_row0 + row / pc.heads) * pc.heads * pc.width + h * pc.width + d] = acc;
+    if (d < pc.width) o[(i * pc.heads + h) * pc.width + d] = acc;
 }

@@ -1,10 +1,16 @@
 #version 450
-// MLA scores: scores[row][j] = scale (q_abs(row) . latent(key) + q_pe_h(i) . k_pe(key)), key = j over the
-// causal keys (-inf after them) or the selected position sel[i][j] (-inf for -1). One thread per (row, j).
+// MLA scores: scores[row][j] = scale (q_abs(row) . latent(key) + q_pe_h(i) . k_pe(key)), row = (i - i0)
+// heads + h, key = j over the causal keys (-inf after them) or the selected position sel[i][j] (-inf for -1).
+// Per query a product [heads, lora + rope] x [keys, lora + rope]^T in tiles (tile.glsl): a workgroup takes
+// kTile heads of one query and kTile keys, so that a cached row is read once per kTile heads (one thread
+// per score read it once per head).
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "tile.glsl"
 
-layout(local_size_x = 64) in;
+layout(local_size_x = 256) in;  // kTileThreads
+const uint kLoadRows = kTileThreads / kDepth;  // tile rows one pass of the loads fills
 
 layout(std430, binding = 0) readonly buffer QAbs { float q_abs[]; };   // [rows, lora]
 layout(std430, binding = 1) readonly buffer Q { float q[]; };          // [n, heads (nope + rope)]
@@ -24,21 +30,52 @@ layout(push_constant) uniform Push {
     float scale;    // softmax scale
 } pc;
 
+shared int key_of[kTile];  // cached row of each key of the tile, -1: not visible
+
 void main() {
-    const uint j = gl_GlobalInvocationID.x, row = gl_WorkGroupID.y;
-    if (j >= pc.keys) return;
-    const uint i = pc.i0 + row / pc.heads, h = row % pc.heads;
-    const float pick = pc.selected != 0u ? sel[i * pc.keys + j] : float(j);
-    const bool visible = pc.selected != 0u ? pick >= 0.0 : j <= pc.pos0 + i;
-    if (!visible) {
-        scores[row * pc.keys + j] = kNegInf;
-        return;
+    const uint t = gl_LocalInvocationID.x;
+    const uint head_tiles = (pc.heads + kTile - 1u) / kTile;
+    const uint qi = gl_WorkGroupID.y / head_tiles, h0 = (gl_WorkGroupID.y % head_tiles) * kTile;
+    const uint i = pc.i0 + qi, j0 = gl_WorkGroupID.x * kTile;
+    if (t < kTile) {
+        const uint j = j0 + t;
+        int key = -1;
+        if (j < pc.keys && pc.selected != 0u) {
+            const float pick = sel[i * pc.keys + j];
+            key = pick >= 0.0 ? int(pick) : -1;
+        } else if (j < pc.keys && j <= pc.pos0 + i) {
+            key = int(j);
+        }
+        key_of[t] = key;
     }
-    const uint key = uint(pick);
-    float s = 0.0;
-    for (uint c = 0u; c < pc.lora; ++c) s += q_abs[row * pc.lora + c] * latent[key * pc.lora + c];
-    const uint pe = (i * pc.heads + h) * (pc.nope + pc.rope) + pc.nope;
-    float r = 0.0;
-    for (uint d = 0u; d < pc.rope; ++d) r += q[pe + d] * k_pe[key * pc.rope + d];
-    scores[row * pc.keys + j] = (s + r) * pc.scale;
+    barrier();
+
+    const uint depth = pc.lora + pc.rope, q_row = pc.nope + pc.rope;
+    const uint lc = t % kDepth, lr = t / kDepth;  // this thread's loads: column lc of rows lr + kLoadRows m
+    tile_clear();
+    for (uint c0 = 0u; c0 < depth; c0 += kDepth) {
+        const uint c = c0 + lc;
+        for (uint r = lr; r < kTile; r += kLoadRows) {
+            const uint h = h0 + r;
+            float qv = 0.0, kv = 0.0;
+            if (h < pc.heads && c < depth)
+                qv = c < pc.lora ? q_abs[(qi * pc.heads + h) * pc.lora + c]
+                                 : q[(i * pc.heads + h) * q_row + pc.nope + c - pc.lora];
+            const int key = key_of[r];
+            if (key >= 0 && c < depth)
+                kv = c < pc.lora ? latent[uint(key) * pc.lora + c] : k_pe[uint(key) * pc.rope + c - pc.lora];
+            tile_a[lc][r] = qv;
+            tile_b[lc][r] = kv;
+        }
+        barrier();
+        tile_step(t);
+        barrier();
+    }
+
+    [[unroll]] for (uint u = 0u; u < kBlock; ++u)
+        [[unroll]] for (uint v = 0u; v < kBlock; ++v) {
+            const uint h = h0 + tile_row(t) + kSide * u, kt = tile_col(t) + kSide * v, j = j0 + kt;
+            if (h < pc.heads && j < pc.keys)
+                scores[(qi * pc.heads + h) * pc.keys + j] = key_of[kt] >= 0 ? acc[u][v] * pc.scale : kNegInf;
+        }
 }
