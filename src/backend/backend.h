@@ -96,6 +96,9 @@ public:
     virtual std::string description() const = 0;        // device and build details, one line
     virtual bool supports(const OpDesc& op) const = 0;  // false: Ops runs it on the CPU, counted
     virtual std::string stats() const { return {}; }    // one line of placement statistics, or empty
+    // The device memory's rate in a large device-to-device copy, measured now (GB/s of bytes read + written):
+    // the bound of a step that reads its weights there. 0: the weights are host memory (the caller measures).
+    virtual double copy_gbps_measure() { return 0; }
 
     // Memory.
     virtual Tensor tensor_new(int64_t rows, int64_t cols) = 0;             // zero-filled

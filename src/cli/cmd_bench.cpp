@@ -4,8 +4,8 @@
 //            the same size (and beside a plain read of it, the tighter bound for a kernel that only reads).
 //   --model: expert streaming under a RAM budget: the store's read GB/s beside raw O_DIRECT reads of
 //            randomly chosen experts' byte ranges, and decode tok/s beside the disk bound and the memory
-//            bound, with the hit rate and the routing statistics that say whether the run exercised the cache
-//            honestly.
+//            bound (RAM on the CPU, a device copy on a GPU), with the hit rate and the routing statistics
+//            that say whether the run exercised the cache honestly.
 // Every figure is the median of repetitions. Timings are reported, never asserted.
 #include <fmt/format.h>
 #include <sys/utsname.h>
@@ -36,6 +36,7 @@ namespace coli {
 namespace {
 
 constexpr double kMB = 1e6;
+constexpr double kMsPerSecond = 1e3;
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr int64_t kMatmulCols = 4096;             // a typical d_model; a multiple of every format's group
 constexpr int64_t kMatmulRowMultiple = 128;       // whole fp8 scale blocks
@@ -332,8 +333,9 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
     std::vector<std::vector<RawRead>> probe_reads;  // the raw disk bound's reads, fresh experts per run
     double touched = 0;
     ModelSummary summary;
-    std::string backend;  // where the decode runs' ops go
-    bool on_cpu = true;   // the dense weights are read from RAM (the memory bound applies)
+    std::string backend;     // where the decode runs' ops go
+    bool on_cpu = true;      // the dense weights are read from RAM (the memory bound applies)
+    double device_copy = 0;  // a GPU backend's device-to-device copy, GB/s read + written (0: on the CPU)
     ExpertLayout layout;
     int64_t vocab = 0;
     {
@@ -341,6 +343,7 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
         summary = engine.model().summary();
         backend = engine.model().ops().backend().description();
         on_cpu = engine.model().ops().backend().name() == "cpu";
+        device_copy = engine.model().ops().backend().copy_gbps_measure();
         layout = engine.model().store().layout();
         vocab = summary.vocab;
         touched = touched_bytes_per_token(engine);
@@ -421,15 +424,22 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
     else
         fmt::print("{:<28} {:>12.2f} | {:>12}  {}\n", "decode tok/s", tps, "none",
                    "disk: no expert was read in the measured steps");
-    // On a GPU the dense weights are read from device memory: `coli test-ops --bench` has those bounds.
     if (on_cpu)
         fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, mem_bound,
                    fmt::format("memory: {:.1f} GB/s read / {} touched per token", mem,
                                bytes_human(uint64_t(touched))),
                    mem_bound > 0 ? tps / mem_bound : 0);
+    // On a GPU the weights a step touches are read from device memory (the routed experts once they are in
+    // its tier), at best at the pace of a device copy, as `coli test-ops --bench` judges its kernels.
+    const double device_bound = touched > 0 ? device_copy * kBytesPerGB / touched : 0;
+    if (device_bound > 0)
+        fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "decode tok/s", tps, device_bound,
+                   fmt::format("device: {:.0f} GB/s copy / {} touched per token", device_copy,
+                               bytes_human(uint64_t(touched))),
+                   tps / device_bound);
     fmt::print("{:<28} {:>12}\n", "bytes read per token", bytes_human(uint64_t(miss)));
     fmt::print("{:<28} {:>12.3f}   fetches, waits and compute of the routed experts (as queued on a GPU)\n",
-               "s per MoE layer per token", median(moe_layer));
+               "ms per MoE layer per token", median(moe_layer) * kMsPerSecond);
     fmt::print("{:<28} {:>12.0f}   decode steps before the measurement, until the cache was full\n",
                "warm-up", median(warmup));
     fmt::print("{:<28} {:>11.1f}%\n", "hit rate (decode)", 100 * median(hit));

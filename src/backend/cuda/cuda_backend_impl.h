@@ -55,6 +55,7 @@ public:
     std::string description() const override;
     bool supports(const OpDesc& d) const override;
     std::string stats() const override;
+    double copy_gbps_measure() override;
 
     Tensor tensor_new(int64_t rows, int64_t cols) override;
     void tensor_write(Tensor& t, std::span<const float> src) override;

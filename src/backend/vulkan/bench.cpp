@@ -28,9 +28,7 @@ namespace {
 constexpr int kWarmup = 3;                     // untimed runs before timing
 constexpr int kRepeats = 9;                    // timed runs; the median is reported
 constexpr int kCallsPerRun = 100;              // back-to-back calls per timed run
-constexpr uint64_t kCopyBytes = 1ull << 30;    // device-to-device copy size (at most)
-constexpr uint64_t kCopyWordBytes = 16;        // copy_words.comp moves uvec4 words
-constexpr uint32_t kCopyThreads = 256;         // copy_words.comp's local size
+constexpr uint64_t kCopyBytes = 1ull << 30;    // the clock warm-up's copy size (at most)
 constexpr uint64_t kSpanBytes = 256ull << 20;  // weight copies rotated over: several times any L2 cache
 constexpr int kMaxCopies = 64;                 // at most this many copies of one weight
 constexpr double kGiga = 1e9;
@@ -200,26 +198,16 @@ void vulkan_bench_print(int device) {
     const vk::BufferPtr src = vk::buffer_new(ctx, copy_bytes, vk::Memory::device),
                         dst = vk::buffer_new(ctx, copy_bytes, vk::Memory::device);
     s.zero(src);
-    // The bound is a compute-shader copy: vkCmdCopyBuffer may run on a copy engine far slower than the
-    // compute units (0.83 TB/s on an H200 against CUDA's 4.2 TB/s kernel copy).
-    const auto copy = [&](uint64_t offset, uint64_t bytes) {
-        const uint32_t words = static_cast<uint32_t>(bytes / kCopyWordBytes);
-        const uint32_t first = static_cast<uint32_t>(offset / kCopyWordBytes);
-        const struct { uint32_t count, src_word, dst_word; } push{words, first, first};
-        backend.run("copy_words", {}, {src, dst}, push, groups_for(words, kCopyThreads));
-    };
+    const auto copy = [&](uint64_t offset, uint64_t bytes) { backend.words_copy(src, dst, offset, bytes); };
     const std::function<void()> load = [&] { copy(0, copy_bytes); };
-    const double copy_ms = time_calls(
-                               s, load, [&](int) { load(); }, 1)
-                               .device;
-    const double copy_gbps = 2.0 * copy_bytes / (copy_ms * 1e-3) / kGiga;
+    // The bound: a compute-shader copy (copy_rate.cpp).
+    const double copy_gbps = backend.copy_gbps_measure();
     fmt::print("device: {}\n", backend.description());
     fmt::print("times: {}, after {:.0f} ms of copies that bring the device's clocks up\n",
                s.timestamps_supported() ? "the device's (GPU timestamps)"
                                         : "the host's clock (the queue has no timestamps)",
                kClockWarmupMs);
-    fmt::print("device-to-device copy (compute shader): {:.0f} GB/s (bytes read + written, {:.0f} MB)\n\n",
-               copy_gbps, copy_bytes / 1e6);
+    fmt::print("device-to-device copy (compute shader): {:.0f} GB/s (bytes read + written)\n\n", copy_gbps);
 
     fmt::print(
         "decode GEMV, n = 1 (weight bytes / time; bounds: the copy above, and a copy of the same bytes)\n");

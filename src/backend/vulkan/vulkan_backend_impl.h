@@ -41,6 +41,7 @@ public:
     std::string description() const override;
     bool supports(const OpDesc& d) const override;
     std::string stats() const override;
+    double copy_gbps_measure() override;
 
     Tensor tensor_new(int64_t rows, int64_t cols) override;
     void tensor_write(Tensor& t, std::span<const float> src) override;
@@ -90,6 +91,9 @@ public:
                    const Push& push, uint32_t gx, uint32_t gy, uint32_t gz) {
         stream_.dispatch(pipelines_.get(name, spec), buffers, &push, sizeof(Push), gx, gy, gz, slots);
     }
+    // dst[offset, + bytes) = src[offset, + bytes) on the compute units (copy_words.comp); bytes and offset
+    // in 16-byte words.
+    void words_copy(const vk::BufferPtr& src, const vk::BufferPtr& dst, uint64_t offset, uint64_t bytes);
     // The stream every command of this backend goes to (benchmarks time it).
     vk::Stream& stream() { return stream_; }
     // A device buffer of `count` floats (scratch for one op).
