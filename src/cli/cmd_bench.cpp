@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -22,6 +21,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/memory_probe.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
@@ -37,11 +37,8 @@ namespace {
 
 constexpr double kMB = 1e6;
 constexpr double kMsPerSecond = 1e3;
-constexpr size_t kMiB = size_t{1} << 20;
-constexpr int64_t kMatmulCols = 4096;             // a typical d_model; a multiple of every format's group
-constexpr int64_t kMatmulRowMultiple = 128;       // whole fp8 scale blocks
-constexpr size_t kCopyGrainBytes = 4 * kMiB;      // per-thread piece of the memcpy / read bounds
-constexpr size_t kMemoryProbeBytes = 256 * kMiB;  // larger than the caches, quick to read
+constexpr int64_t kMatmulCols = 4096;        // a typical d_model; a multiple of every format's group
+constexpr int64_t kMatmulRowMultiple = 128;  // whole fp8 scale blocks
 constexpr uint64_t kBenchSeed = 0x5eed;
 
 struct BenchArgs {
@@ -77,64 +74,6 @@ std::string cpu_model() {
     utsname u{};
     return ::uname(&u) == 0 ? u.machine : "unknown cpu";
 }
-
-// ---- memory bounds -------------------------------------------------------------------------------------
-
-// Copies src to dst on the pool, each thread a contiguous share.
-void parallel_copy(uint8_t* dst, const uint8_t* src, size_t n, ThreadPool& pool) {
-    const auto pieces = static_cast<int64_t>((n + kCopyGrainBytes - 1) / kCopyGrainBytes);
-    pool.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
-        const size_t begin = size_t(p0) * kCopyGrainBytes, end = std::min(n, size_t(p1) * kCopyGrainBytes);
-        std::memcpy(dst + begin, src + begin, end - begin);
-    });
-}
-
-// Reads every byte of src on the pool (a sum the compiler cannot drop): what a kernel that only reads
-// its weights could reach at best.
-uint64_t parallel_read(const uint8_t* src, size_t n, ThreadPool& pool) {
-    const auto pieces = static_cast<int64_t>((n + kCopyGrainBytes - 1) / kCopyGrainBytes);
-    std::atomic<uint64_t> total{0};
-    pool.parallel_for(pieces, 1, [&](int64_t p0, int64_t p1) {
-        const size_t begin = size_t(p0) * kCopyGrainBytes, end = std::min(n, size_t(p1) * kCopyGrainBytes);
-        uint64_t s[4] = {0, 0, 0, 0}, w;
-        size_t i = begin;
-        for (; i + 4 * sizeof w <= end; i += 4 * sizeof w) {
-            for (int j = 0; j < 4; ++j) {
-                std::memcpy(&w, src + i + j * sizeof w, sizeof w);
-                s[j] += w;
-            }
-        }
-        for (; i < end; ++i) s[0] += src[i];
-        total += s[0] + s[1] + s[2] + s[3];
-    });
-    return total.load();
-}
-
-// A buffer and a copy target of the same size, for the two memory bounds.
-class MemoryProbe {
-public:
-    MemoryProbe(const uint8_t* src, size_t bytes, ThreadPool& pool) : src_(src), dst_(bytes), pool_(pool) {
-        parallel_copy(dst_.data(), src_, bytes, pool_);  // first touch of dst outside the timing
-    }
-    // Bytes copied per second (each byte is read once and written once).
-    double copy_gbps() {
-        Timer t;
-        parallel_copy(dst_.data(), src_, dst_.size(), pool_);
-        return dst_.size() / t.seconds() / kBytesPerGB;
-    }
-    // Bytes read per second: what a kernel that only reads could reach at best.
-    double read_gbps() {
-        Timer t;
-        sink_ = sink_ + parallel_read(src_, dst_.size(), pool_);
-        return dst_.size() / t.seconds() / kBytesPerGB;
-    }
-
-private:
-    const uint8_t* src_;
-    std::vector<uint8_t> dst_;
-    ThreadPool& pool_;
-    volatile uint64_t sink_ = 0;  // keeps the read's sum alive
-};
 
 // ---- matmul --------------------------------------------------------------------------------------------
 
@@ -397,14 +336,7 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
         probe = disk_probe(files, probe_reads[rep], a.engine.io_threads);
         disk_gbps.push_back(probe.gbps);
     }
-    double mem = 0;
-    if (on_cpu) {
-        std::vector<uint8_t> buffer(kMemoryProbeBytes, 1);
-        MemoryProbe probe(buffer.data(), buffer.size(), pool);
-        std::vector<double> read_gbps;
-        for (int r = 0; r < a.reps; ++r) read_gbps.push_back(probe.read_gbps());
-        mem = median(read_gbps);
-    }
+    const double mem = on_cpu ? memory_read_gbps_measure(pool, a.reps) : 0;
     const double tps = median(tok_s), disk = median(disk_gbps), miss = median(missed);
     const double disk_bound = miss > 0 ? disk * kBytesPerGB / miss : 0;
     const double mem_bound = touched > 0 ? mem * kBytesPerGB / touched : 0;

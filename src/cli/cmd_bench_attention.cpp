@@ -2,7 +2,8 @@
 // absorbed MLA (one layer, 128 heads, kv_lora 512, rope 64, nope 128, v 128, bf16 kv_b) dense and with DSA
 // (the lightning indexer, 64 heads of 128, choosing 2048 keys, then MLA over those), on one backend. Median
 // of repetitions; each figure is one query token (or --queries, a prefill chunk) at the end of a context of
-// the given length. Reported, never asserted.
+// the given length, beside its bound: the bytes it must read (the caches, the selected rows, kv_b) at the
+// rate of the backend's device copy (host memory's read rate on the CPU). Reported, never asserted.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "backend/registry.h"
 #include "cli/commands.h"
+#include "cli/memory_probe.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
@@ -25,6 +27,8 @@ constexpr int kHeads = 128, kNope = 128, kRope = 64, kV = 128;
 constexpr int64_t kKvLora = 512;
 constexpr int kIndexHeads = 64, kIndexDim = 128, kIndexTopK = 2048;
 constexpr uint32_t kSeed = 0x5eed;
+constexpr int kMemoryReps = 5;  // reads of host memory for the CPU's bound (median)
+constexpr double kBytesPerGB = 1e9, kMsPerSecond = 1e3;
 
 struct BenchAttentionArgs {
     std::string backend = "cpu";
@@ -80,13 +84,19 @@ void bench_attention(const BenchAttentionArgs& a) {
     const DsaShape dsa{kIndexHeads, kIndexDim, kIndexTopK, 1.0f / std::sqrt(float(kIndexDim)),
                        1.0f / std::sqrt(float(kIndexHeads))};
 
+    const double device_copy = b->copy_gbps_measure();
+    const double gbps = device_copy > 0 ? device_copy : memory_read_gbps_measure(pool, kMemoryReps);
     fmt::print("attention, one layer, {} query token(s) at the end of the context: {} ({}), median of {}\n",
                a.queries, b->name(), b->description(), a.reps);
     fmt::print(
         "MLA: {} heads, kv_lora {}, rope {}, nope {}, v {}, kv_b bf16; DSA: {} indexer heads of {}, top {}\n",
         kHeads, kKvLora, kRope, kNope, kV, kIndexHeads, kIndexDim, kIndexTopK);
-    fmt::print("{:>8} {:>12} {:>14} {:>12} {:>12} {:>12}\n", "context", "cache MB", "dense MLA ms",
-               "DSA index ms", "sparse MLA ms", "DSA total ms");
+    fmt::print("bounds: the bytes read once at {:.0f} GB/s ({})\n", gbps,
+               device_copy > 0 ? "the device's copy, bytes read + written" : "host memory read");
+    fmt::print("{:>8} {:>10} {:>13} {:>9} {:>13} {:>14} {:>13} {:>9}\n", "context", "cache MB",
+               "dense MLA ms", "bound", "DSA index ms", "sparse MLA ms", "DSA total ms", "bound");
+    const auto bound_ms = [&](double bytes) { return bytes / (gbps * kBytesPerGB) * kMsPerSecond; };
+    const double kvb_bytes = double(w_kvb.host.data_bytes() + w_kvb.host.scale_bytes());
     for (int64_t ctx : contexts) {
         const int64_t n = a.queries, pos0 = ctx - n;
         KvCache cache{tensor_random(*b, ctx, kKvLora, seed), tensor_random(*b, ctx, kRope, seed)};
@@ -108,8 +118,14 @@ void bench_attention(const BenchAttentionArgs& a) {
             b->mla_attention(q, latent, k_pe, w_kvb, cache, mla, pos0, &selection, out);
         });
         const double cache_mb = ctx * (kKvLora + kRope + kIndexDim) * sizeof(float) / 1e6;
-        fmt::print("{:>8} {:>12.1f} {:>14.3f} {:>12.3f} {:>12.3f} {:>12.3f}\n", ctx, cache_mb, dense * 1e3,
-                   index * 1e3, sparse * 1e3, (index + sparse) * 1e3);
+        // Dense: every latent and rope row and kv_b; DSA: every index key, the selected rows and kv_b.
+        const double dense_bytes = ctx * (kKvLora + kRope) * sizeof(float) + kvb_bytes;
+        const double dsa_bytes =
+            ctx * kIndexDim * sizeof(float) +
+            double(std::min<int64_t>(ctx, kIndexTopK)) * (kKvLora + kRope) * sizeof(float) + kvb_bytes;
+        fmt::print("{:>8} {:>10.1f} {:>13.3f} {:>9.3f} {:>13.3f} {:>14.3f} {:>13.3f} {:>9.3f}\n", ctx,
+                   cache_mb, dense * kMsPerSecond, bound_ms(dense_bytes), index * kMsPerSecond,
+                   sparse * kMsPerSecond, (index + sparse) * kMsPerSecond, bound_ms(dsa_bytes));
     }
 }
 
