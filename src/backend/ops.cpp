@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/timer.h"
 
 namespace coli {
 
@@ -58,12 +59,17 @@ void Ops::fault_count(const OpDesc& d, const char* what) {
 template <typename F>
 bool Ops::ran_native(const OpDesc& d, F&& f) {
     if (!runs_native(d)) return false;
-    if (&primary_ == &cpu_) {
+    const Timer timer;
+    const auto timed = [&] {
         f();
+        counters_.native_seconds[static_cast<size_t>(d.op)] += timer.seconds();
+    };
+    if (&primary_ == &cpu_) {
+        timed();
         return true;
     }
     try {
-        f();
+        timed();
         return true;
     } catch (const Error& e) {
         fault_count(d, e.what());
@@ -92,8 +98,10 @@ Tensor Ops::tensor_from(int64_t rows, int64_t cols, std::span<const float> v) {
 }
 
 std::vector<float> Ops::read(const Tensor& t) {
+    const Timer timer;
     std::vector<float> host(t.numel());
     t.backend()->tensor_read(t, host);
+    counters_.read_seconds += timer.seconds();
     return host;
 }
 

@@ -19,7 +19,10 @@ struct OpCounters {
     std::array<uint64_t, static_cast<size_t>(OpKind::count_)> fallback{};  // ran on the CPU instead
     std::array<uint64_t, static_cast<size_t>(OpKind::count_)> faults{};    // of fallback: the backend failed
     std::map<std::string, uint64_t> fallback_by_format;                    // "matmul/mxfp4" -> count
-    uint64_t transfer_bytes = 0;                                           // moved between backends
+    // Host seconds inside the native calls (on a GPU: recording, launches and waits for results).
+    std::array<double, static_cast<size_t>(OpKind::count_)> native_seconds{};
+    double read_seconds = 0;      // host seconds in read(): on a GPU, mostly waiting for the device's results
+    uint64_t transfer_bytes = 0;  // moved between backends
 
     uint64_t total_fallbacks() const;
     uint64_t total_faults() const;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <fstream>
@@ -37,6 +38,7 @@ namespace {
 
 constexpr double kMB = 1e6;
 constexpr double kMsPerSecond = 1e3;
+constexpr size_t kOpTimesShown = 5;          // ops named in the host time line
 constexpr int64_t kMatmulCols = 4096;        // a typical d_model; a multiple of every format's group
 constexpr int64_t kMatmulRowMultiple = 128;  // whole fp8 scale blocks
 constexpr uint64_t kBenchSeed = 0x5eed;
@@ -216,6 +218,8 @@ struct DecodeRun {
     int warmup_tokens = 0;         // decode steps before the measurement
     bool cache_full = false;       // the measurement began with a full cache
     StoreStats end;                // counters over the whole run (routing statistics include the prompt)
+    std::array<double, static_cast<size_t>(OpKind::count_)> op_seconds{};  // host time in each op, per token
+    double read_seconds = 0;  // host time in reads of results (logits), per token
 };
 
 DecodeRun decode_run(const BenchArgs& a, const std::vector<int32_t>& prompt, int64_t vocab) {
@@ -231,10 +235,15 @@ DecodeRun decode_run(const BenchArgs& a, const std::vector<int32_t>& prompt, int
     DecodeRun r;
     for (; r.warmup_tokens < a.warmup_tokens && store.stats().evictions == 0; ++r.warmup_tokens) step();
     const StoreStats first = store.stats();
+    const OpCounters ops_first = engine.model().ops().counters();
     r.cache_full = first.evictions > 0;
     const Timer timer;
     for (int t = 0; t < a.tokens; ++t) step();
     const double seconds = timer.seconds();
+    const OpCounters& ops_end = engine.model().ops().counters();
+    for (size_t i = 0; i < r.op_seconds.size(); ++i)
+        r.op_seconds[i] = (ops_end.native_seconds[i] - ops_first.native_seconds[i]) / a.tokens;
+    r.read_seconds = (ops_end.read_seconds - ops_first.read_seconds) / a.tokens;
     const StoreStats end = store.stats();
     r.end = end;
     r.tok_per_s = a.tokens / std::max(seconds, 1e-9);
@@ -262,6 +271,30 @@ double touched_bytes_per_token(Engine& engine) {
     const double moe_layers = l.n_experts ? double(m.expert_count) / l.n_experts : 0;
     return double(m.dense_held_bytes - std::min(embedding, m.dense_held_bytes)) +
            moe_layers * l.top_k * expert;
+}
+
+// Where a decode step's host time goes: the ops that took most of it (medians over the runs), the reads of
+// results (the logits), and what is left (the model's own code, the store, sampling). On a GPU an op's time
+// is its recording and launches, and its wait where it returns results to the host (routing).
+void op_time_print(double tok_per_s,
+                   const std::array<std::vector<double>, static_cast<size_t>(OpKind::count_)>& op_seconds,
+                   double read_seconds) {
+    std::vector<std::pair<double, size_t>> by_time;
+    double in_ops = 0;
+    for (size_t i = 0; i < op_seconds.size(); ++i) {
+        const double s = median(op_seconds[i]);
+        in_ops += s;
+        if (s > 0) by_time.emplace_back(s, i);
+    }
+    std::sort(by_time.rbegin(), by_time.rend());
+    std::string top;
+    for (size_t j = 0; j < std::min(by_time.size(), kOpTimesShown); ++j)
+        top += fmt::format("{}{} {:.3f}", j ? ", " : "", op_name(static_cast<OpKind>(by_time[j].second)),
+                           by_time[j].first * kMsPerSecond);
+    const double step = tok_per_s > 0 ? 1 / tok_per_s : 0;
+    fmt::print("{:<28} {:>12.3f}   ops {:.3f} ({}); reads of results {:.3f}; the rest {:.3f}\n",
+               "host ms per token", step * kMsPerSecond, in_ops * kMsPerSecond, top,
+               read_seconds * kMsPerSecond, std::max(0.0, step - in_ops - read_seconds) * kMsPerSecond);
 }
 
 void model_bench(BenchArgs& a, ThreadPool& pool) {
@@ -318,6 +351,8 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
             bytes_human(summary.expert_bytes));
 
     std::vector<double> tok_s, store_gbps, disk_gbps, missed, hit, stall, moe_layer, warmup;
+    std::array<std::vector<double>, static_cast<size_t>(OpKind::count_)> op_seconds;
+    std::vector<double> read_seconds;
     DiskProbe probe;
     StoreStats routing;
     bool cache_full = true;
@@ -327,6 +362,8 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
         warmup.push_back(r.warmup_tokens);
         moe_layer.push_back(r.moe_layer_seconds);
         tok_s.push_back(r.tok_per_s);
+        for (size_t i = 0; i < op_seconds.size(); ++i) op_seconds[i].push_back(r.op_seconds[i]);
+        read_seconds.push_back(r.read_seconds);
         store_gbps.push_back(r.store_read_gbps);
         missed.push_back(r.missed_bytes_per_token);
         hit.push_back(r.hit_rate);
@@ -372,6 +409,7 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
     fmt::print("{:<28} {:>12}\n", "bytes read per token", bytes_human(uint64_t(miss)));
     fmt::print("{:<28} {:>12.3f}   fetches, waits and compute of the routed experts (as queued on a GPU)\n",
                "ms per MoE layer per token", median(moe_layer) * kMsPerSecond);
+    op_time_print(tps, op_seconds, median(read_seconds));
     fmt::print("{:<28} {:>12.0f}   decode steps before the measurement, until the cache was full\n",
                "warm-up", median(warmup));
     fmt::print("{:<28} {:>11.1f}%\n", "hit rate (decode)", 100 * median(hit));
