@@ -198,7 +198,9 @@ void vulkan_bench_print(int device) {
     const vk::BufferPtr src = vk::buffer_new(ctx, copy_bytes, vk::Memory::device),
                         dst = vk::buffer_new(ctx, copy_bytes, vk::Memory::device);
     s.zero(src);
-    const auto copy = [&](uint64_t offset, uint64_t bytes) { backend.words_copy(src, dst, offset, bytes); };
+    const auto copy = [&](uint64_t offset, uint64_t bytes) {
+        backend.words_copy(src, offset, dst, offset, bytes);
+    };
     const std::function<void()> load = [&] { copy(0, copy_bytes); };
     // The bound: a compute-shader copy (copy_rate.cpp).
     const double copy_gbps = backend.copy_gbps_measure();

@@ -21,11 +21,13 @@ constexpr int kRuns = 9;  // timed copies; the median is reported
 constexpr double kGiga = 1e9;
 }  // namespace
 
-void VulkanBackend::words_copy(const vk::BufferPtr& src, const vk::BufferPtr& dst, uint64_t offset,
-                               uint64_t bytes) {
+void VulkanBackend::words_copy(const vk::BufferPtr& src, uint64_t src_offset, const vk::BufferPtr& dst,
+                               uint64_t dst_offset, uint64_t bytes) {
     const auto words = static_cast<uint32_t>(bytes / kCopyWordBytes);
-    const auto first = static_cast<uint32_t>(offset / kCopyWordBytes);
-    const struct { uint32_t count, src_word, dst_word; } push{words, first, first};
+    const struct {
+        uint32_t count, src_word, dst_word;
+    } push{words, static_cast<uint32_t>(src_offset / kCopyWordBytes),
+           static_cast<uint32_t>(dst_offset / kCopyWordBytes)};
     run("copy_words", {}, {src, dst}, push, groups_for(words, kCopyThreads));
 }
 
@@ -35,14 +37,14 @@ double VulkanBackend::copy_gbps_measure() {
                         dst = vk::buffer_new(ctx_, bytes, vk::Memory::device);
     stream_.zero(src);
     for (const Timer warm; warm.seconds() < kWarmupSeconds;) {
-        words_copy(src, dst, 0, bytes);
+        words_copy(src, 0, dst, 0, bytes);
         stream_.finish();
     }
     std::vector<double> ms(kRuns);
     if (stream_.timestamps_supported()) {
         stream_.timestamp();
         for (int r = 0; r < kRuns; ++r) {
-            words_copy(src, dst, 0, bytes);
+            words_copy(src, 0, dst, 0, bytes);
             stream_.timestamp();
         }
         stream_.finish();
@@ -51,7 +53,7 @@ double VulkanBackend::copy_gbps_measure() {
     } else {
         for (double& run_ms : ms) {
             const Timer t;
-            words_copy(src, dst, 0, bytes);
+            words_copy(src, 0, dst, 0, bytes);
             stream_.finish();
             run_ms = t.seconds() * 1e3;
         }

@@ -67,6 +67,7 @@ namespace coli::vk {
     X(vkCreateFence)                            \
     X(vkDestroyFence)                           \
     X(vkWaitForFences)                          \
+    X(vkGetFenceStatus)                         \
     X(vkResetFences)                            \
     X(vkDeviceWaitIdle)                         \
     X(vkCreateQueryPool)                        \

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace coli::vk {
 
@@ -14,6 +15,7 @@ constexpr uint64_t kStagingChunk = 64ull << 20;  // bytes per staging copy of a 
 // Staging memory a batch holds before it is submitted (kBatches of them may be in flight).
 constexpr uint64_t kMaxBatchStaging = 128ull << 20;
 constexpr uint64_t kInlineUploadMax = 4096;  // bytes an upload may carry in the command buffer
+constexpr double kFencePollSeconds = 0.002;  // a wait polls its fence this long, then blocks
 }  // namespace
 
 Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
@@ -256,7 +258,12 @@ void Stream::finish() {
 
 void Stream::batch_wait(Batch& b) {
     const Api& api = ctx_->api;
-    const VkResult waited = api.vkWaitForFences(ctx_->device, 1, &b.fence, VK_TRUE, UINT64_MAX);
+    // Polled before blocking: a thread blocked in vkWaitForFences woke late enough that a fully cached
+    // decode step, which waits for each layer's routing, ran 10-25% faster polling (H200, 2026-12-01).
+    VkResult waited = VK_NOT_READY;
+    for (const Timer spin; waited == VK_NOT_READY && spin.seconds() < kFencePollSeconds;)
+        waited = api.vkGetFenceStatus(ctx_->device, b.fence);
+    if (waited == VK_NOT_READY) waited = api.vkWaitForFences(ctx_->device, 1, &b.fence, VK_TRUE, UINT64_MAX);
     b.submitted = false;
     vk_check(api.vkResetFences(ctx_->device, 1, &b.fence), "vkResetFences");
     vk_check(api.vkResetCommandBuffer(b.cmd, 0), "vkResetCommandBuffer");

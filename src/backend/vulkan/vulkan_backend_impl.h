@@ -91,9 +91,10 @@ public:
                    const Push& push, uint32_t gx, uint32_t gy, uint32_t gz) {
         stream_.dispatch(pipelines_.get(name, spec), buffers, &push, sizeof(Push), gx, gy, gz, slots);
     }
-    // dst[offset, + bytes) = src[offset, + bytes) on the compute units (copy_words.comp); bytes and offset
-    // in 16-byte words.
-    void words_copy(const vk::BufferPtr& src, const vk::BufferPtr& dst, uint64_t offset, uint64_t bytes);
+    // dst[dst_offset, + bytes) = src[src_offset, + bytes) on the compute units (copy_words.comp); offsets
+    // and size in whole 16-byte words.
+    void words_copy(const vk::BufferPtr& src, uint64_t src_offset, const vk::BufferPtr& dst,
+                    uint64_t dst_offset, uint64_t bytes);
     // The stream every command of this backend goes to (benchmarks time it).
     vk::Stream& stream() { return stream_; }
     // A device buffer of `count` floats (scratch for one op).
