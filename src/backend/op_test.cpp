@@ -155,12 +155,10 @@ public:
             int heads, kv_heads, head_dim;
             int64_t n, pos0, ctx;
         };
-        // MHA, GQA, MQA; decode (n = 1 after a prefix) and prefill; an odd head_dim.
-        const S cases[] = {{4, 4, 64, 1, 10, 32},
-                           {8, 2, 128, 7, 0, 16},
-                           {6, 1, 72, 5, 3, 64},
-                           {8, 2, 64, 1, 200, 256},
-                           {4, 2, 32, 40, 0, 40}};
+        // MHA, GQA, MQA; decode (n = 1 after a prefix) and prefill; an odd head_dim; a long context.
+        const S cases[] = {{4, 4, 64, 1, 10, 32}, {8, 2, 128, 7, 0, 16},
+                           {6, 1, 72, 5, 3, 64},  {8, 2, 64, 1, 200, 256},
+                           {4, 2, 32, 40, 0, 40}, {16, 2, 64, 2, 600, 640}};  // keys split into parts
         for (const S& s : cases) {
             const int64_t qw = int64_t{s.heads} * s.head_dim, kvw = int64_t{s.kv_heads} * s.head_dim;
             const std::vector<float> q = random_normal(s.n * qw, ++seed),

@@ -1,6 +1,7 @@
 // `coli bench-attention`: decode attention time per token against the context length, for DeepSeek's
 // absorbed MLA (one layer, 128 heads, kv_lora 512, rope 64, nope 128, v 128, bf16 kv_b) dense and with DSA
-// (the lightning indexer, 64 heads of 128, choosing 2048 keys, then MLA over those), on one backend. Median
+// (the lightning indexer, 64 heads of 128, choosing 2048 keys, then MLA over those), and for OLMoE's
+// attention (16 heads of 128, as many kv heads), on one backend. Median
 // of repetitions; each figure is one query token (or --queries, a prefill chunk) at the end of a context of
 // the given length, beside its bound: the bytes it must read (the caches, the selected rows, kv_b) at the
 // rate of the backend's device copy (host memory's read rate on the CPU). Reported, never asserted.
@@ -26,6 +27,8 @@ namespace {
 constexpr int kHeads = 128, kNope = 128, kRope = 64, kV = 128;
 constexpr int64_t kKvLora = 512;
 constexpr int kIndexHeads = 64, kIndexDim = 128, kIndexTopK = 2048;
+// OLMoE sizes.
+constexpr int kGqaHeads = 16, kGqaKvHeads = 16, kGqaHeadDim = 128;
 constexpr uint32_t kSeed = 0x5eed;
 constexpr int kMemoryReps = 5;  // reads of host memory for the CPU's bound (median)
 constexpr double kBytesPerGB = 1e9, kMsPerSecond = 1e3;
@@ -89,12 +92,17 @@ void bench_attention(const BenchAttentionArgs& a) {
     fmt::print("attention, one layer, {} query token(s) at the end of the context: {} ({}), median of {}\n",
                a.queries, b->name(), b->description(), a.reps);
     fmt::print(
-        "MLA: {} heads, kv_lora {}, rope {}, nope {}, v {}, kv_b bf16; DSA: {} indexer heads of {}, top {}\n",
-        kHeads, kKvLora, kRope, kNope, kV, kIndexHeads, kIndexDim, kIndexTopK);
+        "MLA: {} heads, kv_lora {}, rope {}, nope {}, v {}, kv_b bf16; DSA: {} indexer heads of {}, top {}; "
+        "GQA: {} heads of {}, {} kv heads\n",
+        kHeads, kKvLora, kRope, kNope, kV, kIndexHeads, kIndexDim, kIndexTopK, kGqaHeads, kGqaHeadDim,
+        kGqaKvHeads);
+    const AttentionShape gqa{kGqaHeads, kGqaKvHeads, kGqaHeadDim, 1.0f / std::sqrt(float(kGqaHeadDim))};
+    const int64_t gqa_width = int64_t{kGqaKvHeads} * kGqaHeadDim;
     fmt::print("bounds: the bytes read once at {:.0f} GB/s ({})\n", gbps,
                device_copy > 0 ? "the device's copy, bytes read + written" : "host memory read");
-    fmt::print("{:>8} {:>10} {:>13} {:>9} {:>13} {:>14} {:>13} {:>9}\n", "context", "cache MB",
-               "dense MLA ms", "bound", "DSA index ms", "sparse MLA ms", "DSA total ms", "bound");
+    fmt::print("{:>8} {:>10} {:>13} {:>9} {:>13} {:>14} {:>13} {:>9} {:>9} {:>9}\n", "context", "cache MB",
+               "dense MLA ms", "bound", "DSA index ms", "sparse MLA ms", "DSA total ms", "bound", "GQA ms",
+               "bound");
     const auto bound_ms = [&](double bytes) { return bytes / (gbps * kBytesPerGB) * kMsPerSecond; };
     const double kvb_bytes = double(w_kvb.host.data_bytes() + w_kvb.host.scale_bytes());
     for (int64_t ctx : contexts) {
@@ -108,6 +116,12 @@ void bench_attention(const BenchAttentionArgs& a) {
                      k_index = tensor_random(*b, n, kIndexDim, seed);
         Tensor out = b->tensor_new(n, int64_t{kHeads} * kV), selection = b->tensor_new(n, kIndexTopK);
 
+        KvCache gqa_cache{tensor_random(*b, ctx, gqa_width, seed), tensor_random(*b, ctx, gqa_width, seed)};
+        const Tensor gqa_q = tensor_random(*b, n, int64_t{kGqaHeads} * kGqaHeadDim, seed),
+                     gqa_k = tensor_random(*b, n, gqa_width, seed),
+                     gqa_v = tensor_random(*b, n, gqa_width, seed);
+        Tensor gqa_out = b->tensor_new(n, int64_t{kGqaHeads} * kGqaHeadDim);
+
         const double dense = median_seconds(*b, a.reps, out, [&] {
             b->mla_attention(q, latent, k_pe, w_kvb, cache, mla, pos0, nullptr, out);
         });
@@ -117,15 +131,20 @@ void bench_attention(const BenchAttentionArgs& a) {
         const double sparse = median_seconds(*b, a.reps, out, [&] {
             b->mla_attention(q, latent, k_pe, w_kvb, cache, mla, pos0, &selection, out);
         });
+        const double gqa_s = median_seconds(
+            *b, a.reps, gqa_out, [&] { b->attention(gqa_q, gqa_k, gqa_v, gqa_cache, gqa, pos0, gqa_out); });
         const double cache_mb = ctx * (kKvLora + kRope + kIndexDim) * sizeof(float) / 1e6;
         // Dense: every latent and rope row and kv_b; DSA: every index key, the selected rows and kv_b.
         const double dense_bytes = ctx * (kKvLora + kRope) * sizeof(float) + kvb_bytes;
         const double dsa_bytes =
             ctx * kIndexDim * sizeof(float) +
             double(std::min<int64_t>(ctx, kIndexTopK)) * (kKvLora + kRope) * sizeof(float) + kvb_bytes;
-        fmt::print("{:>8} {:>10.1f} {:>13.3f} {:>9.3f} {:>13.3f} {:>14.3f} {:>13.3f} {:>9.3f}\n", ctx,
-                   cache_mb, dense * kMsPerSecond, bound_ms(dense_bytes), index * kMsPerSecond,
-                   sparse * kMsPerSecond, (index + sparse) * kMsPerSecond, bound_ms(dsa_bytes));
+        const double gqa_bytes = 2.0 * ctx * gqa_width * sizeof(float);  // the key and the value cache
+        fmt::print(
+            "{:>8} {:>10.1f} {:>13.3f} {:>9.3f} {:>13.3f} {:>14.3f} {:>13.3f} {:>9.3f} {:>9.3f} {:>9.3f}\n",
+            ctx, cache_mb, dense * kMsPerSecond, bound_ms(dense_bytes), index * kMsPerSecond,
+            sparse * kMsPerSecond, (index + sparse) * kMsPerSecond, bound_ms(dsa_bytes), gqa_s * kMsPerSecond,
+            bound_ms(gqa_bytes));
     }
 }
 

@@ -1,7 +1,9 @@
 // Attention on Vulkan: GQA over the KV cache, absorbed MLA, and the DSA indexer. Scores go through device
 // memory ([queries x heads, keys] per chunk of queries), one pass each for scores, softmax and the
-// weighted sum, so that any context length works on any device. MLA's two products (scores, latent mix) go
-// in shared-memory tiles of heads x keys (tile.glsl), so that a cached row is read once per tile of heads.
+// weighted sum, so that any context length works on any device. Scores and sums are products in
+// shared-memory tiles (tile.glsl) over the (query, head) rows that share a kv head, so that a cached row is
+// read once per tile of rows; GQA chunks with too few such rows (a decode step of MHA) take one thread per
+// output instead.
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -14,20 +16,38 @@ namespace coli {
 
 namespace {
 
-constexpr uint32_t kKeyThreads = 64;  // local size of the per-key and per-column shaders
-constexpr int64_t kMlaTile = 64;      // heads, keys and latent columns of a mla_scores / mla_mix workgroup
-constexpr int64_t kMixDepth = 16;     // keys per step of mla_mix (tile.glsl kDepth): a split holds a multiple
+constexpr uint32_t kKeyThreads = 64;  // local size of the per-column shaders
+constexpr int64_t kTile = 64;         // rows, keys and columns of an attn_scores / attn_mix workgroup
+constexpr int64_t kMixDepth = 16;  // keys per step of attn_mix (tile.glsl kDepth): a split holds a multiple
 constexpr int64_t kMixSplitMin = 256;       // keys of a split at least
-constexpr int64_t kMixTargetGroups = 1024;  // mla_mix workgroups that keep a large GPU busy
-constexpr uint32_t kSumThreads = 256;       // local size of sum_parts.comp
-constexpr int64_t kDsaThreads = 256;        // local size of dsa_scores.comp: a workgroup's keys x heads
-constexpr int64_t kDsaMaxHeads = 128;       // dsa_scores.comp's indexer heads at most
-constexpr int64_t kDsaMaxGroupKeys = 64;    // and keys per workgroup
-constexpr int64_t kPickedWords = 2;         // dsa_topk.comp's picked pairs: key and position
+constexpr int64_t kMixTargetGroups = 1024;  // attn_mix workgroups that keep a large GPU busy
+// GQA rows (query, head) that share a kv head in a chunk, at least, for the tiles: with fewer, most of a
+// tile's products would be of padding rows, and the direct shaders (one thread per output) run instead.
+constexpr int64_t kTileMinRows = 8;
+constexpr uint32_t kSumThreads = 256;     // local size of sum_parts.comp
+constexpr int64_t kDsaThreads = 256;      // local size of dsa_scores.comp: a workgroup's keys x heads
+constexpr int64_t kDsaMaxHeads = 128;     // dsa_scores.comp's indexer heads at most
+constexpr int64_t kDsaMaxGroupKeys = 64;  // and keys per workgroup
+constexpr int64_t kPickedWords = 2;       // dsa_topk.comp's picked pairs: key and position
 
 uint32_t ceil_div(int64_t a, int64_t b) {
     return static_cast<uint32_t>((a + b - 1) / b);
 }
+
+// Workgroups along y of attn_scores and attn_mix: kv heads x row sets x tiles of a set's rows (a set: the
+// rows of one query when the keys are selected, else of the whole chunk).
+uint32_t row_groups(int64_t queries, int64_t heads, int64_t group, bool selected) {
+    const int64_t sets = selected ? queries : 1;
+    return static_cast<uint32_t>(heads / group * sets) * ceil_div(queries * group / sets, kTile);
+}
+
+// attn_scores.comp's push constants (see there).
+struct ScoresPush {
+    uint32_t i0, queries, heads, group, keys, pos0, selected;
+    float scale;
+    uint32_t len1, q1_stride, q1_offset, q1_first, k1_stride, k1_group;
+    uint32_t len2, q2_stride, q2_offset, q2_first, k2_stride;
+};
 
 // Queries per chunk: the scores of a chunk stay within kVulkanScoreFloats and its rows within one grid
 // dimension.
@@ -39,38 +59,55 @@ int64_t chunk_queries(int64_t n, int64_t heads, int64_t keys) {
 
 }  // namespace
 
+namespace vk {
+
+// A chunk's attn_mix: out row (dst_first + i - i0) gets the heads of query i.
+struct MixShape {
+    int64_t i0, queries, heads, group;  // first query, queries, query heads, query heads per kv head
+    int64_t width, v_stride, keys;      // values per head, floats per cached row, keys per row of p
+    bool selected;                      // keys are positions of sel
+    int64_t dst_first;                  // out's row of query i0
+};
+
+}  // namespace vk
+
 void VulkanBackend::softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys) {
     const struct { uint32_t keys; } push{static_cast<uint32_t>(keys)};
     const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(rows, vk::kMaxGroups));
     run("softmax", {}, {scores}, push, gx, ceil_div(rows, gx));
 }
 
-// mixed = p latent per query (mla_mix.comp), over `splits` ranges of the keys when the tiles alone are too
-// few for the device, added in order by sum_parts.comp.
-void VulkanBackend::mla_mix(const vk::BufferPtr& p, const vk::BufferPtr& latent, const vk::BufferPtr& sel,
-                            const vk::BufferPtr& mixed, uint32_t i0, uint32_t queries, const MlaShape& s,
-                            int64_t keys, bool selected) {
-    const int64_t tiles = int64_t{queries} * ceil_div(s.n_heads, kMlaTile) * ceil_div(s.kv_lora, kMlaTile);
+// out = p v (attn_mix.comp), over `splits` ranges of the keys when the tiles alone are too few for the
+// device, added in order by sum_parts.comp.
+void VulkanBackend::attn_mix(const vk::BufferPtr& p, const vk::BufferPtr& v, const vk::BufferPtr& sel,
+                             const vk::BufferPtr& out, const vk::MixShape& m) {
+    const uint32_t rows_y = row_groups(m.queries, m.heads, m.group, m.selected);
+    const int64_t tiles = int64_t{rows_y} * ceil_div(m.width, kTile);
     const int64_t splits_wanted =
-        std::clamp<int64_t>(kMixTargetGroups / tiles, 1, std::max<int64_t>(1, keys / kMixSplitMin));
-    const int64_t split_keys = (ceil_div(keys, splits_wanted) + kMixDepth - 1) / kMixDepth * kMixDepth;
-    const uint32_t splits = ceil_div(keys, split_keys);
-    const int64_t part_size = int64_t{queries} * s.n_heads * s.kv_lora;
-    const vk::BufferPtr parts = splits > 1 ? scratch(splits * part_size) : mixed;
+        std::clamp<int64_t>(kMixTargetGroups / tiles, 1, std::max<int64_t>(1, m.keys / kMixSplitMin));
+    const int64_t split_keys = (ceil_div(m.keys, splits_wanted) + kMixDepth - 1) / kMixDepth * kMixDepth;
+    const uint32_t splits = ceil_div(m.keys, split_keys);
+    const int64_t part_size = m.queries * m.heads * m.width;
+    const vk::BufferPtr dst = splits > 1 ? scratch(splits * part_size) : out;
     const struct {
-        uint32_t i0, heads, lora, keys, selected, split_keys, part_size;
-    } push{i0,
-           uint32_t(s.n_heads),
-           uint32_t(s.kv_lora),
-           uint32_t(keys),
-           selected ? 1u : 0u,
+        uint32_t i0, queries, heads, group, width, v_stride, keys, selected, split_keys, part_size, dst_first;
+    } push{uint32_t(m.i0),
+           uint32_t(m.queries),
+           uint32_t(m.heads),
+           uint32_t(m.group),
+           uint32_t(m.width),
+           uint32_t(m.v_stride),
+           uint32_t(m.keys),
+           m.selected ? 1u : 0u,
            uint32_t(split_keys),
-           uint32_t(part_size)};
-    run("mla_mix", {}, {p, latent, sel, parts}, push, splits * ceil_div(s.kv_lora, kMlaTile),
-        queries * ceil_div(s.n_heads, kMlaTile));
+           uint32_t(part_size),
+           splits > 1 ? 0u : uint32_t(m.dst_first)};
+    run("attn_mix", {}, {p, v, sel, dst}, push, splits * ceil_div(m.width, kTile), rows_y);
     if (splits == 1) return;
-    const struct { uint32_t count, n_parts; } sum{uint32_t(part_size), splits};
-    run("sum_parts", {}, {parts, mixed}, sum, groups_for(part_size, kSumThreads));
+    const struct {
+        uint32_t count, n_parts, first;
+    } sum{uint32_t(part_size), splits, uint32_t(m.dst_first * m.heads * m.width)};
+    run("sum_parts", {}, {dst, out}, sum, groups_for(part_size, kSumThreads));
 }
 
 void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache,
@@ -90,20 +127,60 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
     const auto heads = static_cast<uint32_t>(s.n_heads),
                group = static_cast<uint32_t>(s.n_heads / s.n_kv_heads);
     for (int64_t i0 = 0; i0 < n; i0 += chunk) {
-        const int64_t rows = std::min(chunk, n - i0) * s.n_heads;
-        const struct {
-            uint32_t i0, heads, group, head_dim, keys, pos0;
-            float scale;
-        } sp{uint32_t(i0), heads, group, uint32_t(s.head_dim), uint32_t(keys), uint32_t(pos0), s.scale};
-        run("attn_scores", {}, {buffer_of(q), buffer_of(cache.k), scores}, sp, ceil_div(keys, kKeyThreads),
-            uint32_t(rows));
+        const int64_t queries = std::min(chunk, n - i0), rows = queries * s.n_heads;
+        if (queries * group < kTileMinRows) {
+            attention_direct(q, cache, s, i0, queries, pos0, scores, out);
+            continue;
+        }
+        const ScoresPush sp{uint32_t(i0),
+                            uint32_t(queries),
+                            heads,
+                            group,
+                            uint32_t(keys),
+                            uint32_t(pos0),
+                            0,
+                            s.scale,
+                            uint32_t(s.head_dim),
+                            uint32_t(s.head_dim),
+                            0,
+                            uint32_t(i0),
+                            uint32_t(kv_width),
+                            uint32_t(s.head_dim),
+                            0,
+                            0,
+                            0,
+                            0,
+                            0};
+        run("attn_scores", {},
+            {buffer_of(q), placeholder_, buffer_of(cache.k), placeholder_, placeholder_, scores}, sp,
+            ceil_div(keys, kTile), row_groups(queries, s.n_heads, group, false));
         softmax_rows(scores, rows, keys);
-        const struct {
-            uint32_t i0, heads, group, width, v_cols, keys;
-        } mp{uint32_t(i0), heads, group, uint32_t(s.head_dim), uint32_t(kv_width), uint32_t(keys)};
-        run("mix", {}, {scores, buffer_of(cache.v), buffer_of(out)}, mp, ceil_div(s.head_dim, kKeyThreads),
-            uint32_t(rows));
+        attn_mix(scores, buffer_of(cache.v), placeholder_, buffer_of(out),
+                 {i0, queries, s.n_heads, group, s.head_dim, kv_width, keys, false, i0});
     }
+}
+
+// A chunk of GQA attention with one thread per score and per output (attn_scores_direct.comp,
+// attn_mix_direct.comp).
+void VulkanBackend::attention_direct(const Tensor& q, const KvCache& cache, const AttentionShape& s,
+                                     int64_t i0, int64_t queries, int64_t pos0, const vk::BufferPtr& scores,
+                                     Tensor& out) {
+    const int64_t keys = pos0 + q.rows(), rows = queries * s.n_heads;
+    const auto heads = static_cast<uint32_t>(s.n_heads),
+               group = static_cast<uint32_t>(s.n_heads / s.n_kv_heads);
+    const struct {
+        uint32_t i0, heads, group, head_dim, keys, pos0;
+        float scale;
+    } sp{uint32_t(i0), heads, group, uint32_t(s.head_dim), uint32_t(keys), uint32_t(pos0), s.scale};
+    run("attn_scores_direct", {}, {buffer_of(q), buffer_of(cache.k), scores}, sp, ceil_div(keys, kKeyThreads),
+        uint32_t(rows));
+    softmax_rows(scores, rows, keys);
+    const struct {
+        uint32_t i0, heads, group, width, v_cols, keys;
+    } mp{uint32_t(i0),  heads, group, uint32_t(s.head_dim), uint32_t(int64_t{s.n_kv_heads} * s.head_dim),
+         uint32_t(keys)};
+    run("attn_mix_direct", {}, {scores, buffer_of(cache.v), buffer_of(out)}, mp,
+        ceil_div(s.head_dim, kKeyThreads), uint32_t(rows));
 }
 
 void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe,
@@ -136,18 +213,32 @@ void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const T
         } ap{uint32_t(i0), heads, uint32_t(s.nope_dim), uint32_t(s.rope_dim), uint32_t(s.v_dim), lora};
         run("mla_absorb", {format}, {w.data, w.scales, buffer_of(q), q_abs}, ap,
             ceil_div(s.kv_lora, kKeyThreads), rows);
-        const struct {
-            uint32_t i0, heads, nope, rope, lora, keys, pos0, selected;
-            float scale;
-        } sp{uint32_t(i0), heads,          uint32_t(s.nope_dim), uint32_t(s.rope_dim),
-             lora,         uint32_t(keys), uint32_t(pos0),       selection ? 1u : 0u,
-             s.scale};
-        const auto queries = static_cast<uint32_t>(std::min(chunk, n - i0));
-        const uint32_t head_tiles = ceil_div(s.n_heads, kMlaTile);
-        run("mla_scores", {}, {q_abs, buffer_of(q), buffer_of(cache.k), buffer_of(cache.v), sel, scores}, sp,
-            ceil_div(keys, kMlaTile), queries * head_tiles);
+        const auto queries = static_cast<int64_t>(std::min(chunk, n - i0));
+        const bool selected = selection != nullptr;
+        const ScoresPush sp{uint32_t(i0),
+                            uint32_t(queries),
+                            heads,
+                            heads,
+                            uint32_t(keys),
+                            uint32_t(pos0),
+                            selected,
+                            s.scale,
+                            lora,
+                            lora,
+                            0,
+                            0,
+                            lora,
+                            0,
+                            uint32_t(s.rope_dim),
+                            uint32_t(s.nope_dim + s.rope_dim),
+                            uint32_t(s.nope_dim),
+                            uint32_t(i0),
+                            uint32_t(s.rope_dim)};
+        run("attn_scores", {}, {q_abs, buffer_of(q), buffer_of(cache.k), buffer_of(cache.v), sel, scores}, sp,
+            ceil_div(keys, kTile), row_groups(queries, s.n_heads, s.n_heads, selected));
         softmax_rows(scores, rows, keys);
-        mla_mix(scores, buffer_of(cache.k), sel, mixed, uint32_t(i0), queries, s, keys, selection != nullptr);
+        attn_mix(scores, buffer_of(cache.k), sel, mixed,
+                 {i0, queries, s.n_heads, s.n_heads, s.kv_lora, s.kv_lora, keys, selected, 0});
         const struct {
             uint32_t i0, heads, nope, v_dim, lora;
         } op{uint32_t(i0), heads, uint32_t(s.nope_dim), uint32_t(s.v_dim), lora};

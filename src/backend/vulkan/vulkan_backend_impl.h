@@ -25,7 +25,8 @@
 namespace coli {
 
 namespace vk {
-struct MoePlan;  // moe.cpp
+struct MoePlan;   // moe.cpp
+struct MixShape;  // attention.cpp
 }  // namespace vk
 
 // Device memory kept free for activations, KV caches and scratch when --vram-gb is not given.
@@ -116,10 +117,12 @@ private:
                         Tensor& y);
     // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0).
     void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys);
-    // mixed = p latent for the heads of `queries` queries from i0 (MLA), split over the keys when long.
-    void mla_mix(const vk::BufferPtr& p, const vk::BufferPtr& latent, const vk::BufferPtr& sel,
-                 const vk::BufferPtr& mixed, uint32_t i0, uint32_t queries, const MlaShape& s, int64_t keys,
-                 bool selected);
+    // GQA attention of `queries` queries from i0, one thread per score and per output.
+    void attention_direct(const Tensor& q, const KvCache& cache, const AttentionShape& s, int64_t i0,
+                          int64_t queries, int64_t pos0, const vk::BufferPtr& scores, Tensor& out);
+    // out = p v for a chunk of queries (attn_mix.comp), split over the keys when long.
+    void attn_mix(const vk::BufferPtr& p, const vk::BufferPtr& v, const vk::BufferPtr& sel,
+                  const vk::BufferPtr& out, const vk::MixShape& m);
 
     std::shared_ptr<vk::Context> ctx_;
     vk::Pipelines pipelines_;

@@ -1,7 +1,8 @@
 #version 450
 // Attention's probability-weighted sums of the cached values: out[i][h * width + d] = sum_j p[row][j]
 // v[j][(h / group) * width + d], with row = (i - i0) * heads + h. One thread per (row, d); keys whose
-// probability is 0 (masked) are skipped by the whole workgroup.
+// probability is 0 (masked) are skipped by the whole workgroup. For chunks whose heads share their kv heads
+// with too few rows for attn_mix.comp's tiles (a decode step of MHA).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
