@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cuda/blas.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/limits.h"
 #include "core/error.h"
 
 namespace coli::cuda {
@@ -39,6 +41,7 @@ Context::Context(int dev) : device(dev) {
     // Plain f32 arithmetic for f32 GEMMs (no TF32): placement must not change results beyond the op
     // tolerances.
     api.set_math_mode(blas, CUBLAS_DEFAULT_MATH);
+    cuda_check(cudaMallocHost(&readback, kCudaReadbackBytes), "pinned readback memory");
 }
 
 Context::~Context() {
@@ -47,6 +50,21 @@ Context::~Context() {
     if (blas) blas_api().destroy(blas);
     cudaStreamDestroy(compute);
     cudaStreamDestroy(upload);
+    cudaFreeHost(readback);
+}
+
+void device_read(Context& ctx, const void* src, void* dst, size_t bytes) {
+    if (bytes > kCudaReadbackBytes) {
+        cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.compute), "device read");
+        cuda_check(cudaStreamSynchronize(ctx.compute), "device read (or an earlier kernel)");
+        return;
+    }
+    const std::lock_guard<std::mutex> lock(ctx.readback_mutex);
+    if (bytes > 0)
+        cuda_check(cudaMemcpyAsync(ctx.readback, src, bytes, cudaMemcpyDeviceToHost, ctx.compute),
+                   "device read");
+    cuda_check(cudaStreamSynchronize(ctx.compute), "device read (or an earlier kernel)");
+    std::memcpy(dst, ctx.readback, bytes);
 }
 
 std::shared_ptr<void> buffer_new(const std::shared_ptr<Context>& ctx, size_t bytes, cudaStream_t stream) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace coli::cuda {
@@ -18,12 +19,19 @@ struct Context {
     cudaStream_t upload = nullptr;   // expert uploads into the VRAM tier, overlapping compute
     cublasHandle_t blas = nullptr;   // on the compute stream
     cudaDeviceProp props{};          // name, SM count, shared memory and L2 limits
+    void* readback = nullptr;        // pinned host memory for small reads (device_read), kCudaReadbackBytes
+    std::mutex readback_mutex;       // one read through it at a time
 
     explicit Context(int device);
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 };
+
+// host dst = device src (bytes), after every command queued before it on the compute stream (waits).
+// Reads of up to kCudaReadbackBytes (routing, logits) go through pinned memory: one DMA, where a read into
+// pageable memory is staged by the driver.
+void device_read(Context& ctx, const void* src, void* dst, size_t bytes);
 
 // Device memory freed in stream order on the compute stream when the last reference goes: allocation and
 // release are queued with the kernels that use it (cudaMallocAsync / cudaFreeAsync on the device pool).

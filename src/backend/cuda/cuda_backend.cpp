@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -116,11 +118,7 @@ void CudaBackend::tensor_write(Tensor& t, std::span<const float> src) {
 void CudaBackend::tensor_read(const Tensor& t, std::span<float> dst) {
     check(static_cast<int64_t>(dst.size()) == t.numel(), "tensor_read: {} floats from {}", dst.size(),
           t.numel());
-    if (!dst.empty())
-        cuda_check(
-            cudaMemcpyAsync(dst.data(), dev(t), dst.size_bytes(), cudaMemcpyDeviceToHost, ctx_->compute),
-            "tensor_read");
-    cuda_check(cudaStreamSynchronize(ctx_->compute), "tensor_read (or an earlier kernel)");
+    cuda::device_read(*ctx_, dev(t), dst.data(), dst.size_bytes());
 }
 
 Weight CudaBackend::weight_upload(const Weight& w) {
@@ -235,17 +233,14 @@ Routing CudaBackend::route_softmax_topk(const Tensor& logits, int k, bool renorm
     check(k > 0 && k <= n_experts, "route_softmax_topk: k = {} of {} experts", k, n_experts);
     Routing r{n, k, std::vector<int32_t>(n * k), std::vector<float>(n * k)};
     if (n == 0) return r;
-    cuda::Scratch<int32_t> ids(ctx_, n * k);
-    cuda::Scratch<float> weights(ctx_, n * k);
-    cuda::route_softmax_topk(dev(logits), n, n_experts, k, renormalize, ids.get(), weights.get(),
-                             ctx_->compute);
-    cuda_check(cudaMemcpyAsync(r.experts.data(), ids.get(), n * k * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                               ctx_->compute),
-               "router ids");
-    cuda_check(cudaMemcpyAsync(r.weights.data(), weights.get(), n * k * sizeof(float), cudaMemcpyDeviceToHost,
-                               ctx_->compute),
-               "router weights");
-    cuda_check(cudaStreamSynchronize(ctx_->compute), "router");
+    // The ids, then the weights' bits: one read for both.
+    cuda::Scratch<int32_t> both(ctx_, 2 * n * k);
+    cuda::route_softmax_topk(dev(logits), n, n_experts, k, renormalize, both.get(),
+                             reinterpret_cast<float*>(both.get() + n * k), ctx_->compute);
+    std::vector<int32_t> host(2 * n * k);
+    cuda::device_read(*ctx_, both.get(), host.data(), host.size() * sizeof(int32_t));
+    std::copy(host.begin(), host.begin() + n * k, r.experts.begin());
+    std::memcpy(r.weights.data(), host.data() + n * k, n * k * sizeof(float));
     return r;
 }
 

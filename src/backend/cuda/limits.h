@@ -2,6 +2,7 @@
 // and the host code.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace coli {
@@ -18,6 +19,10 @@ inline constexpr int64_t kCudaDequantMinTokens = 128;
 inline constexpr int64_t kCudaAttentionMaxKeys = 200 * 1024 / 4;
 // The router kernel keeps one token's probabilities in shared memory.
 inline constexpr int64_t kCudaRouteMaxExperts = 16384;
+
+// Pinned host memory for small reads of results (routing, logits: a vocabulary of 160k floats is 640 KB);
+// larger reads go to their pageable destination directly.
+inline constexpr size_t kCudaReadbackBytes = size_t{1} << 20;
 
 // Largest DSA top_k the device selection sorts in one block's shared memory (DeepSeek V3.2, GLM: 2048).
 inline constexpr int kCudaDsaMaxTopK = 4096;
