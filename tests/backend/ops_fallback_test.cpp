@@ -122,6 +122,12 @@ TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
     EXPECT_EQ(c.fallback_by_format.at("matmul/int8"), 2u);
     EXPECT_GT(c.transfer_bytes, 0u);
     EXPECT_EQ(on_cpu.counters().total_fallbacks(), 0u);
+    // Host time is counted for the ops that ran natively and for reads, never for fallbacks.
+    EXPECT_GT(on_cpu.counters().native_seconds[static_cast<size_t>(OpKind::matmul)], 0.0);
+    EXPECT_GT(on_cpu.counters().native_seconds[static_cast<size_t>(OpKind::rms_norm)], 0.0);
+    EXPECT_GT(on_cpu.counters().read_seconds, 0.0);
+    EXPECT_EQ(c.native_seconds[static_cast<size_t>(OpKind::matmul)], 0.0);
+    EXPECT_EQ(c.native_seconds[static_cast<size_t>(OpKind::rms_norm)], 0.0);
 }
 
 TEST(BackendRegistry, UnknownAndUnavailableBackendsSayWhy) {
