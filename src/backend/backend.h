@@ -101,7 +101,10 @@ public:
     virtual double copy_gbps_measure() { return 0; }
 
     // Memory.
-    virtual Tensor tensor_new(int64_t rows, int64_t cols) = 0;             // zero-filled
+    virtual Tensor tensor_new(int64_t rows, int64_t cols) = 0;  // zero-filled
+    // An op's output, which the op writes in full: its contents before are undefined, so that a backend may
+    // skip tensor_new's fill (on Vulkan a command and a barrier per op).
+    virtual Tensor tensor_new_unfilled(int64_t rows, int64_t cols) { return tensor_new(rows, cols); }
     virtual void tensor_write(Tensor& t, std::span<const float> src) = 0;  // host -> t (numel floats)
     virtual void tensor_read(const Tensor& t, std::span<float> dst) = 0;   // t -> host
     virtual Weight weight_upload(const Weight& w) = 0;                     // make w usable here

@@ -48,7 +48,7 @@ public:
                         {OpKind::matmul, f, s.rows, s.cols, n, &wb},
                         fmt::format("[{}x{}] n={}", s.rows, s.cols, n), kOpTolDot,
                         [&](Backend& b) {
-                            Tensor y = b.tensor_new(n, s.rows);
+                            Tensor y = b.tensor_new_unfilled(n, s.rows);
                             b.matmul(wb, tensor_on(b, n, s.cols, x), y);
                             return tensor_host(b, y);
                         },
@@ -69,7 +69,7 @@ public:
                      {std::vector<int32_t>{7}, std::vector<int32_t>{0, 49, 3, 3, 12}}) {
                     const auto n = static_cast<int64_t>(ids.size());
                     auto run = [&](Backend& b) {
-                        Tensor out = b.tensor_new(n, cols);
+                        Tensor out = b.tensor_new_unfilled(n, cols);
                         b.embedding(&b == &b_ ? wb : w, ids, out);
                         return tensor_host(b, out);
                     };
@@ -88,7 +88,7 @@ public:
             const Weight wb = b_.weight_upload(w);
             const std::vector<float> x = random_normal(n * d, ++seed, 3.0f);
             auto run = [&](Backend& b) {
-                Tensor out = b.tensor_new(n, d);
+                Tensor out = b.tensor_new_unfilled(n, d);
                 b.rms_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, 1e-5f, out);
                 return tensor_host(b, out);
             };
@@ -103,7 +103,7 @@ public:
             const std::vector<float> a = random_normal(n * d, ++seed), c = random_normal(n * d, ++seed);
             check_same({OpKind::add, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
                        [&](Backend& b) {
-                           Tensor out = b.tensor_new(n, d);
+                           Tensor out = b.tensor_new_unfilled(n, d);
                            b.add(tensor_on(b, n, d, a), tensor_on(b, n, d, c), out);
                            return tensor_host(b, out);
                        });
@@ -172,7 +172,7 @@ public:
                 fmt::format("H={} Hkv={} hd={} n={} pos={}", s.heads, s.kv_heads, s.head_dim, s.n, s.pos0),
                 kOpTolDot, [&](Backend& b) {
                     KvCache cache{tensor_on(b, s.ctx, kvw, kc), tensor_on(b, s.ctx, kvw, vc)};
-                    Tensor out = b.tensor_new(s.n, qw);
+                    Tensor out = b.tensor_new_unfilled(s.n, qw);
                     b.attention(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, kvw, k),
                                 tensor_on(b, s.n, kvw, v), cache, shape, s.pos0, out);
                     std::vector<float> all = tensor_host(b, out);  // and the cache rows it wrote
@@ -267,7 +267,7 @@ public:
             check_same({OpKind::slice_cols, Format::f32, n, cols, n},
                        fmt::format("[{}x{}] cols {}..{}", n, cols, c0, c0 + width), kOpTolExact,
                        [&](Backend& b) {
-                           Tensor out = b.tensor_new(n, width);
+                           Tensor out = b.tensor_new_unfilled(n, width);
                            b.slice_cols(tensor_on(b, n, cols, x), c0, out);
                            return tensor_host(b, out);
                        });
@@ -342,7 +342,7 @@ public:
                             const Tensor sel = tensor_on(b, s.n, kPicked, picks);
                             KvCache cache{tensor_on(b, s.ctx, m.kv_lora, lc),
                                           tensor_on(b, s.ctx, m.rope_dim, kc)};
-                            Tensor out = b.tensor_new(s.n, int64_t{m.n_heads} * m.v_dim);
+                            Tensor out = b.tensor_new_unfilled(s.n, int64_t{m.n_heads} * m.v_dim);
                             b.mla_attention(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.kv_lora, latent),
                                             tensor_on(b, s.n, m.rope_dim, k_pe), &b == &b_ ? wb : w, cache, m,
                                             s.pos0, sparse ? &sel : nullptr, out);
@@ -367,7 +367,7 @@ public:
             const std::vector<float> x = random_normal(n * d, ++seed, 3.0f);
             check_same({OpKind::layer_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
                        kOpTolRowReduce, [&](Backend& b) {
-                           Tensor out = b.tensor_new(n, d);
+                           Tensor out = b.tensor_new_unfilled(n, d);
                            b.layer_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, &b == &b_ ? bb : bias,
                                         1e-6f, out);
                            return tensor_host(b, out);
@@ -416,7 +416,7 @@ public:
                                                           : ""),
                 kOpTolExact, [&](Backend& b) {
                     Tensor cache = tensor_on(b, s.ctx, m.head_dim, kc);
-                    Tensor out = b.tensor_new(s.n, m.top_k);
+                    Tensor out = b.tensor_new_unfilled(s.n, m.top_k);
                     b.dsa_select(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.n_heads, w),
                                  tensor_on(b, s.n, m.head_dim, k), cache, m, s.pos0, out);
                     std::vector<float> all = tensor_host(b, out);  // and the key rows it wrote

@@ -1,6 +1,7 @@
 // The op test (the model of ggml's test-backend-ops): every op of backend.h on a backend against the
 // CPU reference, over a grid of shapes and weight formats, with a normalized-error tolerance per op.
-// Needs no model. Used by `coli test-ops` and by CTest.
+// Needs no model. Used by `coli test-ops` and by CTest. Outputs are made as Ops makes them
+// (tensor_new_unfilled), except moe_experts', which adds into its output.
 #pragma once
 
 #include <string>

@@ -34,7 +34,7 @@ void short_conv_cases(CheckList& g) {
         const std::vector<float> x = random_normal(n * c, ++seed), st = random_normal((k - 1) * c, ++seed);
         g.check_same({OpKind::short_conv, Format::f32, c, k, n, &wb}, fmt::format("C={} K={} n={}", c, k, n),
                      kOpTolRowReduce, [&](Backend& b) {
-                         Tensor state = tensor_on(b, k - 1, c, st), out = b.tensor_new(n, c);
+                         Tensor state = tensor_on(b, k - 1, c, st), out = b.tensor_new_unfilled(n, c);
                          b.short_conv(tensor_on(b, n, c, x), &b == &g.backend() ? wb : w, state, out);
                          return with_state(b, out, state);
                      });
@@ -68,7 +68,7 @@ void kda_cases(CheckList& g) {
             {OpKind::kda, Format::f32, width, dim, n},
             fmt::format("H={} d={} n={} bound={}", heads, dim, n, bound), kOpTolDot, [&](Backend& b) {
                 const bool native = &b == &g.backend();
-                Tensor state = tensor_on(b, width, dim, st), out = b.tensor_new(n, width);
+                Tensor state = tensor_on(b, width, dim, st), out = b.tensor_new_unfilled(n, width);
                 b.kda(tensor_on(b, n, width, q), tensor_on(b, n, width, k), tensor_on(b, n, width, v),
                       tensor_on(b, n, width, gate), tensor_on(b, n, heads, beta), native ? a_b : a_w,
                       native ? dt_b : dt_w, shape, state, out);
@@ -83,7 +83,7 @@ void mul_sigmoid_cases(CheckList& g) {
         const std::vector<float> a = random_normal(n * d, ++seed), x = random_normal(n * d, ++seed, 4.0f);
         g.check_same({OpKind::mul_sigmoid, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d),
                      kOpTolRowReduce, [&](Backend& b) {
-                         Tensor out = b.tensor_new(n, d);
+                         Tensor out = b.tensor_new_unfilled(n, d);
                          b.mul_sigmoid(tensor_on(b, n, d, a), tensor_on(b, n, d, x), out);
                          return tensor_host(b, out);
                      });
@@ -101,7 +101,7 @@ void res_mix_cases(CheckList& g) {
                      kOpTolDot, [&](Backend& b) {
                          std::vector<Tensor> on_b;
                          for (const auto& e : entries) on_b.push_back(tensor_on(b, n, d, e));
-                         Tensor out = b.tensor_new(n, d);
+                         Tensor out = b.tensor_new_unfilled(n, d);
                          b.res_mix(on_b, &b == &g.backend() ? wb : w, 1e-5f, out);
                          return tensor_host(b, out);
                      });

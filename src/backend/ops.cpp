@@ -125,7 +125,7 @@ Tensor Ops::embedding(const Weight& table, std::span<const int32_t> ids) {
     const auto n = static_cast<int64_t>(ids.size());
     Tensor out;
     if (ran_native({OpKind::embedding, table.format(), table.rows(), table.cols(), n, &table}, [&] {
-            out = primary_.tensor_new(n, table.cols());
+            out = primary_.tensor_new_unfilled(n, table.cols());
             primary_.embedding(table, ids, out);
         }))
         return out;
@@ -137,7 +137,7 @@ Tensor Ops::embedding(const Weight& table, std::span<const int32_t> ids) {
 Tensor Ops::rms_norm(const Tensor& x, const Weight& w, float eps) {
     Tensor out;
     if (ran_native({OpKind::rms_norm, w.format(), x.rows(), x.cols(), x.rows(), &w}, [&] {
-            out = primary_.tensor_new(x.rows(), x.cols());
+            out = primary_.tensor_new_unfilled(x.rows(), x.cols());
             primary_.rms_norm(x, w, eps, out);
         }))
         return out;
@@ -149,7 +149,7 @@ Tensor Ops::rms_norm(const Tensor& x, const Weight& w, float eps) {
 Tensor Ops::matmul(const Weight& w, const Tensor& x) {
     Tensor y;
     if (ran_native({OpKind::matmul, w.format(), w.rows(), w.cols(), x.rows(), &w}, [&] {
-            y = primary_.tensor_new(x.rows(), w.rows());
+            y = primary_.tensor_new_unfilled(x.rows(), w.rows());
             primary_.matmul(w, x, y);
         }))
         return y;
@@ -161,7 +161,7 @@ Tensor Ops::matmul(const Weight& w, const Tensor& x) {
 Tensor Ops::add(const Tensor& a, const Tensor& b) {
     Tensor out;
     if (ran_native({OpKind::add, Format::f32, a.rows(), a.cols(), a.rows()}, [&] {
-            out = primary_.tensor_new(a.rows(), a.cols());
+            out = primary_.tensor_new_unfilled(a.rows(), a.cols());
             primary_.add(a, b, out);
         }))
         return out;
@@ -200,7 +200,7 @@ Tensor Ops::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache
                       const AttentionShape& s, int64_t pos0) {
     Tensor out;
     if (ran_native({OpKind::attention, Format::f32, cache.k.rows(), q.cols(), q.rows()}, [&] {
-            out = primary_.tensor_new(q.rows(), q.cols());
+            out = primary_.tensor_new_unfilled(q.rows(), q.cols());
             primary_.attention(q, k, v, cache, s, pos0, out);
         }))
         return out;
@@ -238,7 +238,7 @@ Tensor Ops::slice_cols(const Tensor& x, int64_t c0, int64_t width) {
           c0 + width, x.cols());
     Tensor out;
     if (ran_native({OpKind::slice_cols, Format::f32, x.rows(), x.cols(), x.rows()}, [&] {
-            out = primary_.tensor_new(x.rows(), width);
+            out = primary_.tensor_new_unfilled(x.rows(), width);
             primary_.slice_cols(x, c0, out);
         }))
         return out;
@@ -252,7 +252,7 @@ Tensor Ops::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k
     const int64_t width = static_cast<int64_t>(s.n_heads) * s.v_dim;
     Tensor out;
     if (ran_native({OpKind::mla_attention, w_kvb.format(), cache.k.rows(), q.cols(), q.rows(), &w_kvb}, [&] {
-            out = primary_.tensor_new(q.rows(), width);
+            out = primary_.tensor_new_unfilled(q.rows(), width);
             primary_.mla_attention(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
         }))
         return out;
@@ -278,7 +278,7 @@ Routing Ops::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const 
 Tensor Ops::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps) {
     Tensor out;
     if (ran_native({OpKind::layer_norm, w.format(), x.rows(), x.cols(), x.rows(), &w}, [&] {
-            out = primary_.tensor_new(x.rows(), x.cols());
+            out = primary_.tensor_new_unfilled(x.rows(), x.cols());
             primary_.layer_norm(x, w, b, eps, out);
         }))
         return out;
@@ -291,7 +291,7 @@ Tensor Ops::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, 
                        const DsaShape& s, int64_t pos0) {
     Tensor out;
     if (ran_native({OpKind::dsa_select, Format::f32, cache.rows(), q.cols(), q.rows()}, [&] {
-            out = primary_.tensor_new(q.rows(), s.top_k);
+            out = primary_.tensor_new_unfilled(q.rows(), s.top_k);
             primary_.dsa_select(q, weights, k, cache, s, pos0, out);
         }))
         return out;
@@ -306,7 +306,7 @@ Tensor Ops::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, 
 Tensor Ops::short_conv(const Tensor& x, const Weight& w, Tensor& state) {
     Tensor out;
     if (ran_native({OpKind::short_conv, w.format(), w.rows(), w.cols(), x.rows(), &w}, [&] {
-            out = primary_.tensor_new(x.rows(), x.cols());
+            out = primary_.tensor_new_unfilled(x.rows(), x.cols());
             primary_.short_conv(x, w, state, out);
         }))
         return out;
@@ -321,7 +321,7 @@ Tensor Ops::kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
                 const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state) {
     Tensor out;
     if (ran_native({OpKind::kda, Format::f32, state.rows(), state.cols(), q.rows()}, [&] {
-            out = primary_.tensor_new(q.rows(), q.cols());
+            out = primary_.tensor_new_unfilled(q.rows(), q.cols());
             primary_.kda(q, k, v, g, beta, a_log, dt_bias, s, state, out);
         }))
         return out;
@@ -336,7 +336,7 @@ Tensor Ops::kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 Tensor Ops::mul_sigmoid(const Tensor& a, const Tensor& b) {
     Tensor out;
     if (ran_native({OpKind::mul_sigmoid, Format::f32, a.rows(), a.cols(), a.rows()}, [&] {
-            out = primary_.tensor_new(a.rows(), a.cols());
+            out = primary_.tensor_new_unfilled(a.rows(), a.cols());
             primary_.mul_sigmoid(a, b, out);
         }))
         return out;
@@ -350,7 +350,7 @@ Tensor Ops::res_mix(std::span<const Tensor> entries, const Weight& w, float eps)
     const int64_t n = entries.front().rows(), d = entries.front().cols();
     Tensor out;
     if (ran_native({OpKind::res_mix, w.format(), static_cast<int64_t>(entries.size()), d, n, &w}, [&] {
-            out = primary_.tensor_new(n, d);
+            out = primary_.tensor_new_unfilled(n, d);
             primary_.res_mix(entries, w, eps, out);
         }))
         return out;

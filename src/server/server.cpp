@@ -172,8 +172,12 @@ void Server::Impl::routes_add() {
             log_warn("{} {}: {}", req.method, req.path, what);
             error_send(res, {ErrorKind::internal, what, "", "internal_error"}, is_anthropic(req.path));
         });
-    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    // Counted before the response is written (the logger runs after it): a client that reads /metrics
+    // right after its answer sees its request counted.
+    http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         metrics.request_count(endpoint_name(req.path), res.status);
+    });
+    http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
         log_info("{} {} {} {}", req.remote_addr, req.method, req.path, res.status);
     });
 

@@ -32,7 +32,7 @@ TEST(VulkanTimestamps, FollowTheCommandsAndAreForgottenOnceRead) {
     if (!s.timestamps_supported()) GTEST_SKIP() << "SKIPPED: the device's queue has no timestamps";
     const vk::BufferPtr a = vk::buffer_new(ctx, kCopyBytes, vk::Memory::device),
                         b = vk::buffer_new(ctx, kCopyBytes, vk::Memory::device);
-    s.zero(a);
+    s.fill(a, 0);
     s.copy(a, 0, b, 0, kCopyBytes);  // the first touch of b's memory (slow on a CPU device) is not timed
     s.timestamp();
     s.copy(a, 0, b, 0, kCopyBytes);

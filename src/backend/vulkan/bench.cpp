@@ -197,7 +197,7 @@ void vulkan_bench_print(int device) {
     const uint64_t copy_bytes = std::min<uint64_t>(kCopyBytes, ctx->info.local_bytes / 8);
     const vk::BufferPtr src = vk::buffer_new(ctx, copy_bytes, vk::Memory::device),
                         dst = vk::buffer_new(ctx, copy_bytes, vk::Memory::device);
-    s.zero(src);
+    s.fill(src, 0);
     const auto copy = [&](uint64_t offset, uint64_t bytes) {
         backend.words_copy(src, offset, dst, offset, bytes);
     };

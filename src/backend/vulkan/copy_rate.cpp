@@ -35,7 +35,7 @@ double VulkanBackend::copy_gbps_measure() {
     const uint64_t bytes = std::min(kCopyMaxBytes, ctx_->info.local_bytes / kLocalShare);
     const vk::BufferPtr src = vk::buffer_new(ctx_, bytes, vk::Memory::device),
                         dst = vk::buffer_new(ctx_, bytes, vk::Memory::device);
-    stream_.zero(src);
+    stream_.fill(src, 0);
     for (const Timer warm; warm.seconds() < kWarmupSeconds;) {
         words_copy(src, 0, dst, 0, bytes);
         stream_.finish();

@@ -163,9 +163,9 @@ void Stream::copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& ds
     ++commands_;
 }
 
-void Stream::zero(const BufferPtr& dst) {
+void Stream::fill(const BufferPtr& dst, uint32_t word) {
     record_begin();
-    ctx_->api.vkCmdFillBuffer(open().cmd, dst->buffer, 0, VK_WHOLE_SIZE, 0);
+    ctx_->api.vkCmdFillBuffer(open().cmd, dst->buffer, 0, VK_WHOLE_SIZE, word);
     open().held.push_back(dst);
     ++commands_;
 }

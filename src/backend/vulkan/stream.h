@@ -39,8 +39,8 @@ public:
     // dst[dst_offset, + bytes) = src[src_offset, + bytes).
     void copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& dst, uint64_t dst_offset,
               uint64_t bytes);
-    // Zero-fills the whole buffer.
-    void zero(const BufferPtr& dst);
+    // Fills the whole buffer with a 32-bit word (0: zeros).
+    void fill(const BufferPtr& dst, uint32_t word);
     // dst[dst_offset, + bytes) = host bytes, through staging memory, or inside the command buffer when few
     // (src may go away after the call).
     void upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, uint64_t bytes);

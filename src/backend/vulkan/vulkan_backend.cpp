@@ -27,6 +27,7 @@ constexpr uint32_t kThreads = 256;                       // local size of the gr
 constexpr const char* kFailEnv = "COLI_VULKAN_FAIL_OP";  // comma-separated op names that fail on purpose
 constexpr uint32_t kPushUploadWords = 30;                // write_words.comp's kMaxWords: words per dispatch
 constexpr uint64_t kPushUploadMaxBytes = 480;  // uploads up to this size go through write_words dispatches
+constexpr uint32_t kPoisonWord = 0x7fc00000u;  // a quiet NaN: ops' outputs under Context::poison_outputs
 
 // write_words.comp's push constants.
 struct WriteWordsPush {
@@ -152,10 +153,16 @@ void VulkanBackend::buffer_write(const vk::BufferPtr& b, const void* src, uint64
 }
 
 Tensor VulkanBackend::tensor_new(int64_t rows, int64_t cols) {
+    Tensor t = tensor_new_unfilled(rows, cols);
+    stream_.fill(buffer_of(t), 0);
+    return t;
+}
+
+Tensor VulkanBackend::tensor_new_unfilled(int64_t rows, int64_t cols) {
     check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
     check(rows * cols < kVulkanMaxElements, "vulkan tensor_new: [{}, {}] exceeds 2^32 elements", rows, cols);
     vk::BufferPtr b = scratch(rows * cols);
-    stream_.zero(b);
+    if (ctx_->poison_outputs) stream_.fill(b, kPoisonWord);
     return Tensor(this, rows, cols, std::move(b));
 }
 
