@@ -44,8 +44,12 @@ inline std::vector<std::vector<ExpertWeights>> bench_moe_layers(const WeightView
     std::vector<std::vector<ExpertWeights>> experts(layers);
     for (int l = 0; l < layers; ++l)
         for (int e = 0; e < kBenchExperts; ++e)
-            experts[l].push_back({e, Weight{gate_up, nullptr, nullptr}, Weight{gate_up, nullptr, nullptr},
-                                  Weight{down, nullptr, nullptr}, layer0 + l});
+            experts[l].push_back({e,
+                                  Weight{gate_up, nullptr, nullptr},
+                                  Weight{gate_up, nullptr, nullptr},
+                                  Weight{down, nullptr, nullptr},
+                                  layer0 + l,
+                                  {}});
     return experts;
 }
 

@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "cli/memory_probe.h"
 #include "core/error.h"
+#include "core/median.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "formats/format.h"
@@ -59,13 +60,6 @@ struct BenchArgs {
     double disk_gb = 2;
     uint64_t seed = 0;
 };
-
-double median(std::vector<double> v) {
-    check(!v.empty(), "median of nothing");
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");

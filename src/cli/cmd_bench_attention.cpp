@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/memory_probe.h"
 #include "core/error.h"
+#include "core/median.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
@@ -60,8 +61,7 @@ double median_seconds(Backend& b, int reps, const Tensor& out, F&& f) {
         b.tensor_read(out, sink);
         s.push_back(t.seconds());
     }
-    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
-    return s[s.size() / 2];
+    return median(s);
 }
 
 void bench_attention(const BenchAttentionArgs& a) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/median.h"
 #include "core/timer.h"
 
 namespace coli {
@@ -64,8 +65,7 @@ double memory_read_gbps_measure(ThreadPool& pool, int reps) {
     MemoryProbe probe(buffer.data(), buffer.size(), pool);
     std::vector<double> gbps;
     for (int r = 0; r < std::max(reps, 1); ++r) gbps.push_back(probe.read_gbps());
-    std::nth_element(gbps.begin(), gbps.begin() + gbps.size() / 2, gbps.end());
-    return gbps[gbps.size() / 2];
+    return median(gbps);
 }
 
 }  // namespace coli

@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_backend_impl.h"
 #include "core/error.h"
+#include "core/median.h"
 #include "core/random.h"
 
 namespace coli {
@@ -51,8 +52,7 @@ double time_ms(cudaStream_t s, F&& f, int calls = kCallsPerRun) {
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
-    std::nth_element(ms.begin(), ms.begin() + kRepeats / 2, ms.end());
-    return ms[kRepeats / 2];
+    return median(ms);
 }
 
 // Device-to-device copies of `bytes` (bytes read + written / time, as the large copy), each from a

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "core/error.h"
+#include "core/median.h"
 #include "core/timer.h"
 
 namespace coli {
@@ -51,8 +52,7 @@ double CudaBackend::copy_gbps_measure() {
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
-    std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-    return 2.0 * static_cast<double>(bytes) / (ms[kRuns / 2] * 1e-3) / kGiga;
+    return 2.0 * static_cast<double>(bytes) / (median(ms) * 1e-3) / kGiga;
 }
 
 }  // namespace coli

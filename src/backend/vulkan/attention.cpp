@@ -16,7 +16,7 @@ namespace coli {
 
 namespace {
 
-constexpr uint32_t kKeyThreads = 64;  // local size of the per-column shaders
+constexpr uint32_t kKeyThreads = 64;  // local size of the per-key and per-column shaders
 constexpr int64_t kTile = 64;         // rows, keys and columns of an attn_scores / attn_mix workgroup
 constexpr int64_t kMixDepth = 16;  // keys per step of attn_mix (tile.glsl kDepth): a split holds a multiple
 constexpr int64_t kMixSplitMin = 256;       // keys of a split at least

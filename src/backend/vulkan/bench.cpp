@@ -18,6 +18,7 @@
 #include "backend/vulkan/vulkan_backend.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
 #include "core/error.h"
+#include "core/median.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
 
@@ -81,8 +82,7 @@ Timing time_calls(vk::Stream& s, const std::function<void()>& load, F&& f, int c
     };
     if (!s.timestamps_supported())
         for (double& d : device) d = run_wall();
-    std::nth_element(device.begin(), device.begin() + kRepeats / 2, device.end());
-    return {device[kRepeats / 2], run_wall()};
+    return {median(device), run_wall()};
 }
 
 uint64_t weight_bytes(const WeightView& v) {

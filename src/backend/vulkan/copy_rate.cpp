@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/vulkan/vulkan_backend_impl.h"
+#include "core/median.h"
 #include "core/timer.h"
 
 namespace coli {
@@ -58,8 +59,7 @@ double VulkanBackend::copy_gbps_measure() {
             run_ms = t.seconds() * 1e3;
         }
     }
-    std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-    return 2.0 * static_cast<double>(bytes) / (ms[kRuns / 2] * 1e-3) / kGiga;
+    return 2.0 * static_cast<double>(bytes) / (median(ms) * 1e-3) / kGiga;
 }
 
 }  // namespace coli
