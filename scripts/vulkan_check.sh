@@ -31,6 +31,11 @@ echo "vulkan ICD: ${VK_ICD_FILENAMES:-${icd:-none found, the loader searches its
 step "op tests on vulkan"
 "$bin/coli" test-ops --backend vulkan --require 2>&1 | tee "$out/test_ops_vulkan.txt" || status=1
 
+if "$bin/coli" backends | grep -qE "^  cuda +available"; then
+    step "op tests on cuda, outputs poisoned (an op must write its output in full)"
+    COLI_CUDA_POISON_OUTPUTS=1 "$bin/coli" test-ops --backend cuda --require 2>&1 | tail -n 3 || status=1
+fi
+
 step "oracle fixtures on every device backend (logits, argmax, greedy ids, cache 0 and 1)"
 "$bin/test_backend" --gtest_filter='BackendOracle*' 2>&1 | tee "$out/fixtures.txt" | tail -n 50 || status=1
 

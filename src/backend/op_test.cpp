@@ -155,10 +155,13 @@ public:
             int heads, kv_heads, head_dim;
             int64_t n, pos0, ctx;
         };
-        // MHA, GQA, MQA; decode (n = 1 after a prefix) and prefill; an odd head_dim; a long context.
-        const S cases[] = {{4, 4, 64, 1, 10, 32}, {8, 2, 128, 7, 0, 16},
-                           {6, 1, 72, 5, 3, 64},  {8, 2, 64, 1, 200, 256},
-                           {4, 2, 32, 40, 0, 40}, {16, 2, 64, 2, 600, 640}};  // keys split into parts
+        // MHA, GQA, MQA; decode (n = 1 after a prefix) and prefill; an odd head_dim; a long context; keys
+        // split into parts (the Vulkan tiles' sums), and into splits whose last one is partial, for MHA
+        // decode as OLMoE's and for queries whose causal ends lie in different splits (64 keys each there).
+        const S cases[] = {
+            {4, 4, 64, 1, 10, 32},        {8, 2, 128, 7, 0, 16},     {6, 1, 72, 5, 3, 64},
+            {8, 2, 64, 1, 200, 256},      {4, 2, 32, 40, 0, 40},     {16, 2, 64, 2, 600, 640},
+            {16, 16, 128, 1, 3000, 3001}, {4, 4, 64, 3, 2495, 2498}, {2, 2, 32, 20, 1080, 1100}};
         for (const S& s : cases) {
             const int64_t qw = int64_t{s.heads} * s.head_dim, kvw = int64_t{s.kv_heads} * s.head_dim;
             const std::vector<float> q = random_normal(s.n * qw, ++seed),

@@ -26,10 +26,12 @@ namespace {
 
 constexpr double kBytesPerGB = 1e9;
 constexpr double kBytesPerMB = 1e6;
-constexpr int kHeadDimBound = 512;                     // head_dim the attention smem check allows for
-constexpr int kMlaLatentBound = 1024;                  // kv_lora + rope_dim the MLA smem check allows for
-constexpr int kDsaHeadDimMultiple = 4;                 // the DSA scoring kernel reads float4s
-constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";  // comma-separated op names that fail on purpose
+constexpr int kMlaLatentBound = 1024;   // kv_lora + rope_dim the MLA smem check allows for
+constexpr int kDsaHeadDimMultiple = 4;  // the DSA scoring kernel reads float4s
+constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";
+constexpr int kPoisonByte =
+    0xff;  // every byte: each float a NaN (ops' outputs under Context::poison_outputs)  // comma-separated op
+           // names that fail on purpose
 
 }  // namespace
 
@@ -83,9 +85,6 @@ std::string CudaBackend::stats() const {
 bool CudaBackend::supports(const OpDesc& d) const {
     if (!cuda_supports(d)) return false;
     if (weight_left_on_host(d)) return false;
-    if (d.op == OpKind::attention &&
-        cuda::attention_smem_bytes(d.rows, kHeadDimBound) > ctx_->props.sharedMemPerBlockOptin)
-        return false;  // the cache is longer than one block's scores can hold on this device
     return true;
 }
 
@@ -99,10 +98,18 @@ const cuda::DeviceWeight& CudaBackend::resident(const Weight& w, const char* op)
 }
 
 Tensor CudaBackend::tensor_new(int64_t rows, int64_t cols) {
+    Tensor t = tensor_new_unfilled(rows, cols);
+    if (t.numel() > 0)
+        cuda_check(cudaMemsetAsync(dev(t), 0, t.numel() * sizeof(float), ctx_->compute), "tensor zero-fill");
+    return t;
+}
+
+Tensor CudaBackend::tensor_new_unfilled(int64_t rows, int64_t cols) {
     check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
     const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(float);
     std::shared_ptr<void> mem = cuda::buffer_new(ctx_, bytes, ctx_->compute);
-    if (bytes > 0) cuda_check(cudaMemsetAsync(mem.get(), 0, bytes, ctx_->compute), "tensor zero-fill");
+    if (bytes > 0 && ctx_->poison_outputs)
+        cuda_check(cudaMemsetAsync(mem.get(), kPoisonByte, bytes, ctx_->compute), "tensor poison fill");
     return Tensor(this, rows, cols, std::move(mem));
 }
 
@@ -223,8 +230,12 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, K
     cuda_check(cudaMemcpyAsync(dev(cache.v) + pos0 * kv_width, dev(v), bytes, cudaMemcpyDeviceToDevice,
                                ctx_->compute),
                "v cache write");
+    if (n == 0) return;
     const cuda::AttentionArgs a{s.n_heads, s.n_kv_heads, s.head_dim, s.scale};
-    cuda::attention(dev(q), dev(cache.k), dev(cache.v), n, pos0, a, dev(out), ctx_->compute);
+    const cuda::AttentionSplit split = cuda::attention_split(n, pos0, a);
+    const cuda::Scratch<float> partial(ctx_, static_cast<size_t>(cuda::attention_scratch_floats(split, a)));
+    cuda::attention(dev(q), dev(cache.k), dev(cache.v), n, pos0, a, split, partial.get(), dev(out),
+                    ctx_->compute);
 }
 
 Routing CudaBackend::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {

@@ -58,6 +58,7 @@ public:
     double copy_gbps_measure() override;
 
     Tensor tensor_new(int64_t rows, int64_t cols) override;
+    Tensor tensor_new_unfilled(int64_t rows, int64_t cols) override;
     void tensor_write(Tensor& t, std::span<const float> src) override;
     void tensor_read(const Tensor& t, std::span<float> dst) override;
     Weight weight_upload(const Weight& w) override;

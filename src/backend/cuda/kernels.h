@@ -81,10 +81,17 @@ struct AttentionArgs {
     int n_heads, n_kv_heads, head_dim;  // GQA layout
     float scale;                        // softmax scale
 };
-// Shared memory one attention block needs for n_keys keys, in bytes.
-size_t attention_smem_bytes(int64_t n_keys, int head_dim);
+// How attention (attention.cu) splits the keys of each row, and how many queries one pass takes.
+struct AttentionSplit {
+    int64_t keys;     // keys of a split
+    int64_t splits;   // splits of the longest row
+    int64_t queries;  // queries per pass: their partial results fit attention_scratch_floats
+};
+AttentionSplit attention_split(int64_t n, int64_t pos0, const AttentionArgs& a);
+int64_t attention_scratch_floats(const AttentionSplit& p, const AttentionArgs& a);
+// scratch: attention_scratch_floats(p, a) floats.
 void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n, int64_t pos0,
-               const AttentionArgs& a, float* out, cudaStream_t s);
+               const AttentionArgs& a, const AttentionSplit& p, float* scratch, float* out, cudaStream_t s);
 
 // The kernels of absorbed multi-head latent attention (backend.h mla_attention; mla_attend.cpp runs them
 // with the cuBLAS products).       q: [n, H (dn + dr)]; q_abs, mixed: [n, H, kv_lora]; out: [n, H dv]

@@ -14,9 +14,6 @@ inline constexpr int64_t kCudaBlasMinTokens = 16;
 // Tokens from which the other formats are decoded to bf16 hi + lo parts for cuBLAS: the decoding writes 4
 // bytes per weight, which pays only when many GEMV passes (each reading the packed weight) are saved.
 inline constexpr int64_t kCudaDequantMinTokens = 128;
-// The attention kernel keeps one row of scores in shared memory: 200 KB of the H100/H200's 227 KB per
-// block, in floats. Longer caches fall back to the CPU until a tiled (flash) kernel lands.
-inline constexpr int64_t kCudaAttentionMaxKeys = 200 * 1024 / 4;
 // The router kernel keeps one token's probabilities in shared memory.
 inline constexpr int64_t kCudaRouteMaxExperts = 16384;
 

@@ -16,7 +16,7 @@ bool cuda_supports(const OpDesc& d) {
         case OpKind::moe_experts:
             return true;  // every weight format, any shape (odd shapes take the scalar kernels)
         case OpKind::attention:
-            return d.rows <= kCudaAttentionMaxKeys;  // rows: the cache length
+            return true;  // any context: keys in splits
         case OpKind::route_softmax_topk:
             return d.cols <= kCudaRouteMaxExperts;
         case OpKind::slice_cols:

@@ -2,8 +2,8 @@
 // memory ([queries x heads, keys] per chunk of queries), one pass each for scores, softmax and the
 // weighted sum, so that any context length works on any device. Scores and sums are products in
 // shared-memory tiles (tile.glsl) over the (query, head) rows that share a kv head, so that a cached row is
-// read once per tile of rows; GQA chunks with too few such rows (a decode step of MHA) take one thread per
-// output instead.
+// read once per tile of rows; GQA chunks with too few such rows (a decode step of MHA) split each row's keys
+// instead (attn_split.comp, attn_combine.comp).
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -16,19 +16,23 @@ namespace coli {
 
 namespace {
 
-constexpr uint32_t kKeyThreads = 64;  // local size of the per-key and per-column shaders
-constexpr int64_t kTile = 64;         // rows, keys and columns of an attn_scores / attn_mix workgroup
+constexpr uint32_t kColumnThreads = 64;  // local size of the per-column shaders (attn_combine, mla_*)
+constexpr int64_t kTile = 64;            // rows, keys and columns of an attn_scores / attn_mix workgroup
 constexpr int64_t kMixDepth = 16;  // keys per step of attn_mix (tile.glsl kDepth): a split holds a multiple
 constexpr int64_t kMixSplitMin = 256;       // keys of a split at least
 constexpr int64_t kMixTargetGroups = 1024;  // attn_mix workgroups that keep a large GPU busy
 // GQA rows (query, head) that share a kv head in a chunk, at least, for the tiles: with fewer, most of a
-// tile's products would be of padding rows, and the direct shaders (one thread per output) run instead.
+// tile's products would be of padding rows, and attn_split.comp runs instead.
 constexpr int64_t kTileMinRows = 8;
-constexpr uint32_t kSumThreads = 256;     // local size of sum_parts.comp
-constexpr int64_t kDsaThreads = 256;      // local size of dsa_scores.comp: a workgroup's keys x heads
-constexpr int64_t kDsaMaxHeads = 128;     // dsa_scores.comp's indexer heads at most
-constexpr int64_t kDsaMaxGroupKeys = 64;  // and keys per workgroup
-constexpr int64_t kPickedWords = 2;       // dsa_topk.comp's picked pairs: key and position
+constexpr int64_t kSplitMinKeys = 64;         // keys of an attn_split.comp split at least
+constexpr int64_t kSplitMaxKeys = 256;        // ... at most (its scores in shared memory: kMaxSplitKeys)
+constexpr int64_t kSplitTargetGroups = 1024;  // attn_split workgroups that keep a large GPU busy
+constexpr int64_t kSplitExtra = 2;            // floats of a split's result besides its sums: m and l
+constexpr uint32_t kSumThreads = 256;         // local size of sum_parts.comp
+constexpr int64_t kDsaThreads = 256;          // local size of dsa_scores.comp: a workgroup's keys x heads
+constexpr int64_t kDsaMaxHeads = 128;         // dsa_scores.comp's indexer heads at most
+constexpr int64_t kDsaMaxGroupKeys = 64;      // and keys per workgroup
+constexpr int64_t kPickedWords = 2;           // dsa_topk.comp's picked pairs: key and position
 
 uint32_t ceil_div(int64_t a, int64_t b) {
     return static_cast<uint32_t>((a + b - 1) / b);
@@ -123,15 +127,16 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
     stream_.concurrent_next();
     stream_.copy(buffer_of(v), 0, buffer_of(cache.v), pos0 * row_bytes, n * row_bytes);
     const int64_t keys = pos0 + n, chunk = chunk_queries(n, s.n_heads, keys);
-    const vk::BufferPtr scores = scratch(chunk * s.n_heads * keys);
     const auto heads = static_cast<uint32_t>(s.n_heads),
                group = static_cast<uint32_t>(s.n_heads / s.n_kv_heads);
+    vk::BufferPtr scores;
     for (int64_t i0 = 0; i0 < n; i0 += chunk) {
         const int64_t queries = std::min(chunk, n - i0), rows = queries * s.n_heads;
         if (queries * group < kTileMinRows) {
-            attention_direct(q, cache, s, i0, queries, pos0, scores, out);
+            attention_split(q, cache, s, i0, queries, pos0, out);
             continue;
         }
+        if (!scores) scores = scratch(chunk * s.n_heads * keys);
         const ScoresPush sp{uint32_t(i0),
                             uint32_t(queries),
                             heads,
@@ -160,27 +165,28 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
     }
 }
 
-// A chunk of GQA attention with one thread per score and per output (attn_scores_direct.comp,
-// attn_mix_direct.comp).
-void VulkanBackend::attention_direct(const Tensor& q, const KvCache& cache, const AttentionShape& s,
-                                     int64_t i0, int64_t queries, int64_t pos0, const vk::BufferPtr& scores,
-                                     Tensor& out) {
+// A chunk of GQA attention in key splits (attn_split.comp), joined per row by attn_combine.comp.
+void VulkanBackend::attention_split(const Tensor& q, const KvCache& cache, const AttentionShape& s,
+                                    int64_t i0, int64_t queries, int64_t pos0, Tensor& out) {
     const int64_t keys = pos0 + q.rows(), rows = queries * s.n_heads;
-    const auto heads = static_cast<uint32_t>(s.n_heads),
-               group = static_cast<uint32_t>(s.n_heads / s.n_kv_heads);
+    const int64_t split_keys = std::clamp<int64_t>(
+        (keys * rows + kSplitTargetGroups - 1) / kSplitTargetGroups, kSplitMinKeys, kSplitMaxKeys);
+    const int64_t splits = ceil_div(keys, split_keys);
+    const vk::BufferPtr partial = scratch(rows * splits * (s.head_dim + kSplitExtra));
+    const auto heads = static_cast<uint32_t>(s.n_heads);
     const struct {
-        uint32_t i0, heads, group, head_dim, keys, pos0;
+        uint32_t i0, heads, group, head_dim, pos0, split_keys, splits;
         float scale;
-    } sp{uint32_t(i0), heads, group, uint32_t(s.head_dim), uint32_t(keys), uint32_t(pos0), s.scale};
-    run("attn_scores_direct", {}, {buffer_of(q), buffer_of(cache.k), scores}, sp, ceil_div(keys, kKeyThreads),
-        uint32_t(rows));
-    softmax_rows(scores, rows, keys);
+    } sp{uint32_t(i0),         heads,          uint32_t(s.n_heads / s.n_kv_heads),
+         uint32_t(s.head_dim), uint32_t(pos0), uint32_t(split_keys),
+         uint32_t(splits),     s.scale};
+    run("attn_split", {}, {buffer_of(q), buffer_of(cache.k), buffer_of(cache.v), partial}, sp,
+        uint32_t(splits), uint32_t(rows));
     const struct {
-        uint32_t i0, heads, group, width, v_cols, keys;
-    } mp{uint32_t(i0),  heads, group, uint32_t(s.head_dim), uint32_t(int64_t{s.n_kv_heads} * s.head_dim),
-         uint32_t(keys)};
-    run("attn_mix_direct", {}, {scores, buffer_of(cache.v), buffer_of(out)}, mp,
-        ceil_div(s.head_dim, kKeyThreads), uint32_t(rows));
+        uint32_t i0, heads, head_dim, pos0, split_keys, splits;
+    } cp{uint32_t(i0), heads, uint32_t(s.head_dim), uint32_t(pos0), uint32_t(split_keys), uint32_t(splits)};
+    run("attn_combine", {}, {partial, buffer_of(out)}, cp, uint32_t(rows),
+        ceil_div(s.head_dim, kColumnThreads));
 }
 
 void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe,
@@ -212,7 +218,7 @@ void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const T
             uint32_t i0, heads, nope, rope, v_dim, lora;
         } ap{uint32_t(i0), heads, uint32_t(s.nope_dim), uint32_t(s.rope_dim), uint32_t(s.v_dim), lora};
         run("mla_absorb", {format}, {w.data, w.scales, buffer_of(q), q_abs}, ap,
-            ceil_div(s.kv_lora, kKeyThreads), rows);
+            ceil_div(s.kv_lora, kColumnThreads), rows);
         const auto queries = static_cast<int64_t>(std::min(chunk, n - i0));
         const bool selected = selection != nullptr;
         const ScoresPush sp{uint32_t(i0),
@@ -243,7 +249,7 @@ void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const T
             uint32_t i0, heads, nope, v_dim, lora;
         } op{uint32_t(i0), heads, uint32_t(s.nope_dim), uint32_t(s.v_dim), lora};
         run("mla_out", {format}, {w.data, w.scales, mixed, buffer_of(out)}, op,
-            ceil_div(s.v_dim, kKeyThreads), rows);
+            ceil_div(s.v_dim, kColumnThreads), rows);
     }
 }
 

@@ -118,9 +118,9 @@ private:
                         Tensor& y);
     // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0).
     void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys);
-    // GQA attention of `queries` queries from i0, one thread per score and per output.
-    void attention_direct(const Tensor& q, const KvCache& cache, const AttentionShape& s, int64_t i0,
-                          int64_t queries, int64_t pos0, const vk::BufferPtr& scores, Tensor& out);
+    // GQA attention of `queries` queries from i0 in splits of each row's keys, joined per row.
+    void attention_split(const Tensor& q, const KvCache& cache, const AttentionShape& s, int64_t i0,
+                         int64_t queries, int64_t pos0, Tensor& out);
     // out = p v for a chunk of queries (attn_mix.comp), split over the keys when long.
     void attn_mix(const vk::BufferPtr& p, const vk::BufferPtr& v, const vk::BufferPtr& sel,
                   const vk::BufferPtr& out, const vk::MixShape& m);
