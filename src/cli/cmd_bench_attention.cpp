@@ -33,6 +33,9 @@ constexpr int kGqaHeads = 16, kGqaKvHeads = 16, kGqaHeadDim = 128;
 constexpr uint32_t kSeed = 0x5eed;
 constexpr int kMemoryReps = 5;  // reads of host memory for the CPU's bound (median)
 constexpr double kBytesPerGB = 1e9, kMsPerSecond = 1e3;
+// Untimed runs before timing, for at least this long: a GPU left idle while the host filled the caches
+// (seconds at 32k) runs at a low clock until it has been busy for a while.
+constexpr double kWarmupSeconds = 0.25;
 
 struct BenchAttentionArgs {
     std::string backend = "cpu";
@@ -48,13 +51,16 @@ Tensor tensor_random(Backend& b, int64_t rows, int64_t cols, uint32_t& seed) {
     return t;
 }
 
-// Median seconds of reps runs of f; each run ends by reading out back, so device work is finished.
+// Median seconds of reps runs of f, after kWarmupSeconds of untimed ones; each run ends by reading out
+// back, so device work is finished.
 template <typename F>
 double median_seconds(Backend& b, int reps, const Tensor& out, F&& f) {
     std::vector<double> s;
     std::vector<float> sink(out.numel());
-    f();  // warm-up
-    b.tensor_read(out, sink);
+    for (Timer warm; warm.seconds() < kWarmupSeconds;) {
+        f();
+        b.tensor_read(out, sink);
+    }
     for (int r = 0; r < reps; ++r) {
         Timer t;
         f();

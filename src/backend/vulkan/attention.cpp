@@ -124,7 +124,6 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
     const int64_t n = q.rows(), kv_width = int64_t{s.n_kv_heads} * s.head_dim;
     const uint64_t row_bytes = kv_width * sizeof(float);
     stream_.copy(buffer_of(k), 0, buffer_of(cache.k), pos0 * row_bytes, n * row_bytes);
-    stream_.concurrent_next();
     stream_.copy(buffer_of(v), 0, buffer_of(cache.v), pos0 * row_bytes, n * row_bytes);
     const int64_t keys = pos0 + n, chunk = chunk_queries(n, s.n_heads, keys);
     const auto heads = static_cast<uint32_t>(s.n_heads),

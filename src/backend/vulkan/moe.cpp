@@ -150,8 +150,7 @@ void VulkanBackend::moe_per_expert(const vk::MoePlan& p, std::span<const ExpertW
         const RowsPush rp{uint32_t(m), uint32_t(d_model), uint32_t(p.offset[i])};
         run("gather_rows", {}, {buffer_of(x), rows, xs}, rp, groups_for(m * d_model, kThreads));
         matmul_device(dev->gate, xs, m, gate);  // [m, d_ff]
-        stream_.concurrent_next();
-        matmul_device(dev->up, xs, m, up);  // [m, d_ff]
+        matmul_device(dev->up, xs, m, up);      // [m, d_ff]
         const GluActivation& act = experts[i].act;
         run("glu", {static_cast<uint32_t>(act.kind)}, {gate, up},
             GluPush{uint32_t(m * d_ff), act.beta, act.linear_beta}, groups_for(m * d_ff, kThreads));

@@ -1,17 +1,18 @@
 #include "backend/vulkan/pipelines.h"
 
 #include "backend/vulkan/pipeline_stats.h"
+#include "backend/vulkan/spirv_access.h"
 #include "core/error.h"
 
 namespace coli::vk {
 
 Pipelines::~Pipelines() {
     const Api& api = ctx_->api;
-    for (auto& [key, p] : cache_) api.vkDestroyPipeline(ctx_->device, p, nullptr);
-    for (auto& [name, m] : modules_) api.vkDestroyShaderModule(ctx_->device, m, nullptr);
+    for (auto& [key, p] : cache_) api.vkDestroyPipeline(ctx_->device, p.pipeline, nullptr);
+    for (auto& [name, m] : modules_) api.vkDestroyShaderModule(ctx_->device, m.first, nullptr);
 }
 
-VkPipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t> spec) {
+Pipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t> spec) {
     std::pair<std::string, std::vector<uint32_t>> key{std::string(name), std::vector<uint32_t>(spec)};
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     const Api& api = ctx_->api;
@@ -23,7 +24,7 @@ VkPipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t>
         mci.pCode = code.data();
         VkShaderModule m = VK_NULL_HANDLE;
         vk_check(api.vkCreateShaderModule(ctx_->device, &mci, nullptr, &m), "vkCreateShaderModule");
-        mod = modules_.emplace(std::string(name), m).first;
+        mod = modules_.emplace(std::string(name), std::pair{m, spirv_written_bindings(code)}).first;
     }
     std::vector<VkSpecializationMapEntry> entries;
     for (uint32_t i = 0; i < key.second.size(); ++i)
@@ -33,7 +34,7 @@ VkPipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t>
     VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    ci.stage.module = mod->second;
+    ci.stage.module = mod->second.first;
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
     ci.layout = ctx_->pipeline_layout;
@@ -43,8 +44,9 @@ VkPipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t>
     check(r == VK_SUCCESS, "vulkan: building the pipeline of shader '{}' failed: {}", name,
           vk_result_name(r));
     if (ctx_->pipeline_stats) pipeline_stats_print(*ctx_, p, name, key.second);
-    cache_.emplace(std::move(key), p);
-    return p;
+    const Pipeline pipeline{p, mod->second.second};
+    cache_.emplace(std::move(key), pipeline);
+    return pipeline;
 }
 
 }  // namespace coli::vk

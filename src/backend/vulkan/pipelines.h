@@ -19,6 +19,12 @@ namespace coli::vk {
 // The SPIR-V words of a shader of this build (shaders_spv.cpp, generated). Throws for an unknown name.
 std::span<const uint32_t> shader_spirv(std::string_view name);
 
+// A compute pipeline and the bindings its shader may write (spirv_access.h).
+struct Pipeline {
+    VkPipeline pipeline = VK_NULL_HANDLE;  // the pipeline
+    uint32_t written = 0;                  // bit b: binding b may be written
+};
+
 class Pipelines {
 public:
     explicit Pipelines(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
@@ -27,12 +33,13 @@ public:
     Pipelines& operator=(const Pipelines&) = delete;
 
     // The pipeline of shader `name` with specialization constants 0, 1, ... set to spec.
-    VkPipeline get(std::string_view name, std::initializer_list<uint32_t> spec = {});
+    Pipeline get(std::string_view name, std::initializer_list<uint32_t> spec = {});
 
 private:
     std::shared_ptr<Context> ctx_;
-    std::map<std::string, VkShaderModule, std::less<>> modules_;                 // by shader name
-    std::map<std::pair<std::string, std::vector<uint32_t>>, VkPipeline> cache_;  // by (name, spec)
+    std::map<std::string, std::pair<VkShaderModule, uint32_t>, std::less<>>
+        modules_;                                                              // by name: module, writes
+    std::map<std::pair<std::string, std::vector<uint32_t>>, Pipeline> cache_;  // by (name, spec)
 };
 
 }  // namespace coli::vk

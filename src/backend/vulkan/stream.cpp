@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "core/timer.h"
@@ -49,30 +50,41 @@ Stream::~Stream() {
     api.vkDestroyCommandPool(ctx_->device, command_pool_, nullptr);
 }
 
-void Stream::record_begin() {
+void Stream::record_begin(std::span<const VkBuffer> reads, std::span<const VkBuffer> writes) {
     if (commands_ >= kMaxBatchCommands || staged_bytes_ >= kMaxBatchStaging) flush();
-    const Api& api = ctx_->api;
     if (!recording_) {
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-        vk_check(api.vkBeginCommandBuffer(open().cmd, &bi), "vkBeginCommandBuffer");
+        vk_check(ctx_->api.vkBeginCommandBuffer(open().cmd, &bi), "vkBeginCommandBuffer");
         recording_ = true;
-        concurrent_next_ = false;
-        bool earlier_running = false;  // a batch submitted before may still run: the barrier follows it
-        for (const Batch& b : batches_) earlier_running = earlier_running || b.submitted;
-        if (!earlier_running) return;
-    } else if (concurrent_next_) {
-        concurrent_next_ = false;
-        return;
     }
-    // Every command may read what any earlier one wrote: one global barrier, compute and transfer.
+    // After concurrent_next(), the buffers the last command wrote are exempt: it wrote other parts of them,
+    // and any earlier access to them already had its barrier before that command.
+    const bool exempt_last = std::exchange(concurrent_next_, false);
+    const auto in = [](const std::vector<VkBuffer>& v, VkBuffer b) {
+        return std::ranges::find(v, b) != v.end();
+    };
+    const auto checked = [&](VkBuffer b) { return !(exempt_last && in(last_written_, b)); };
+    bool conflict = false;
+    for (VkBuffer b : reads) conflict = conflict || (checked(b) && in(written_, b));
+    for (VkBuffer b : writes) conflict = conflict || (checked(b) && (in(written_, b) || in(read_, b)));
+    if (conflict) barrier();
+    read_.insert(read_.end(), reads.begin(), reads.end());
+    written_.insert(written_.end(), writes.begin(), writes.end());
+    last_written_.assign(writes.begin(), writes.end());
+}
+
+void Stream::barrier() {
+    written_.clear();
+    read_.clear();
+    // One global barrier, compute and transfer.
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                        VK_ACCESS_TRANSFER_WRITE_BIT;
     constexpr VkPipelineStageFlags kStages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    api.vkCmdPipelineBarrier(open().cmd, kStages, kStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    ctx_->api.vkCmdPipelineBarrier(open().cmd, kStages, kStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 VkDescriptorSet Stream::set_new() {
@@ -104,7 +116,7 @@ VkDescriptorSet Stream::set_new() {
     return set;
 }
 
-void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
+void Stream::dispatch(const Pipeline& pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
                       uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz, const WeightSlots& slots) {
     check(buffers.size() >= 1 && buffers.size() <= kMaxBindings && push_bytes <= kPushBytes,
           "vulkan: dispatch with {} buffers and {} push bytes", buffers.size(), push_bytes);
@@ -116,19 +128,29 @@ void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buff
     check(gx <= lim.maxComputeWorkGroupCount[0] && gy <= lim.maxComputeWorkGroupCount[1] &&
               gz <= lim.maxComputeWorkGroupCount[2],
           "vulkan: {}x{}x{} workgroups exceed the device's limits", gx, gy, gz);
-    record_begin();
+    VkBuffer reads[kMaxBindings + 2 * kMaxWeightSlots], written[kMaxBindings];
+    size_t n_reads = 0, n_written = 0, index = 0;
+    for (const BufferPtr& buf : buffers) {
+        reads[n_reads++] = buf->buffer;
+        if (pipeline.written & (1u << index++)) written[n_written++] = buf->buffer;
+    }
+    for (std::span<const BufferPtr> slot : {slots.codes, slots.scales})
+        for (const BufferPtr& buf : slot) reads[n_reads++] = buf->buffer;
+    record_begin({reads, n_reads}, {written, n_written});
     const Api& api = ctx_->api;
     const VkDescriptorSet set = set_new();
     VkDescriptorBufferInfo infos[kMaxBindings + 2 * kMaxWeightSlots];
     VkWriteDescriptorSet writes[kMaxBindings + 2];
     uint32_t w = 0, i = 0;
-    // One write of consecutive buffers from binding `binding`.
-    const auto bind = [&](uint32_t binding, std::span<const BufferPtr> bufs) {
+    // One write of `count` consecutive descriptors from binding `binding`: the buffers, then (slot arrays)
+    // the first one again. The shaders index the slot arrays dynamically, so each element must hold a
+    // buffer, also past the jobs.
+    const auto bind = [&](uint32_t binding, std::span<const BufferPtr> bufs, size_t count) {
         if (bufs.empty()) return;
         writes[w] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         writes[w].dstSet = set;
         writes[w].dstBinding = binding;
-        writes[w].descriptorCount = static_cast<uint32_t>(bufs.size());
+        writes[w].descriptorCount = static_cast<uint32_t>(count);
         writes[w].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         writes[w].pBufferInfo = &infos[i];
         ++w;
@@ -136,13 +158,14 @@ void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buff
             infos[i++] = {buf->buffer, 0, VK_WHOLE_SIZE};
             open().held.push_back(buf);
         }
+        for (size_t e = bufs.size(); e < count; ++e) infos[i++] = {bufs[0]->buffer, 0, VK_WHOLE_SIZE};
     };
     uint32_t b = 0;
-    for (const BufferPtr& buf : buffers) bind(b++, std::span<const BufferPtr>(&buf, 1));
-    bind(kSlotBinding, slots.codes);
-    bind(kSlotBinding + 1, slots.scales);
+    for (const BufferPtr& buf : buffers) bind(b++, std::span<const BufferPtr>(&buf, 1), 1);
+    bind(kSlotBinding, slots.codes, ctx_->weight_slots);
+    bind(kSlotBinding + 1, slots.scales, ctx_->weight_slots);
     api.vkUpdateDescriptorSets(ctx_->device, w, writes, 0, nullptr);
-    api.vkCmdBindPipeline(open().cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    api.vkCmdBindPipeline(open().cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
     api.vkCmdBindDescriptorSets(open().cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_->pipeline_layout, 0, 1, &set,
                                 0, nullptr);
     if (push_bytes > 0)
@@ -155,7 +178,7 @@ void Stream::dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buff
 void Stream::copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& dst, uint64_t dst_offset,
                   uint64_t bytes) {
     if (bytes == 0) return;
-    record_begin();
+    record_begin({&src->buffer, 1}, {&dst->buffer, 1});
     const VkBufferCopy region{src_offset, dst_offset, bytes};
     ctx_->api.vkCmdCopyBuffer(open().cmd, src->buffer, dst->buffer, 1, &region);
     open().held.push_back(src);
@@ -164,7 +187,7 @@ void Stream::copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& ds
 }
 
 void Stream::fill(const BufferPtr& dst, uint32_t word) {
-    record_begin();
+    record_begin({}, {&dst->buffer, 1});
     ctx_->api.vkCmdFillBuffer(open().cmd, dst->buffer, 0, VK_WHOLE_SIZE, word);
     open().held.push_back(dst);
     ++commands_;
@@ -175,7 +198,7 @@ void Stream::upload(const BufferPtr& dst, uint64_t dst_offset, const void* src, 
     // a GPU may run on a copy engine that its compute work then waits for.
     if (bytes <= kInlineUploadMax && bytes % 4 == 0 && dst_offset % 4 == 0) {
         if (bytes == 0) return;
-        record_begin();
+        record_begin({}, {&dst->buffer, 1});
         ctx_->api.vkCmdUpdateBuffer(open().cmd, dst->buffer, dst_offset, bytes, src);
         open().held.push_back(dst);
         ++commands_;
@@ -208,7 +231,8 @@ void Stream::timestamp() {
         qci.queryCount = kMaxTimestamps;
         vk_check(api.vkCreateQueryPool(ctx_->device, &qci, nullptr, &timestamps_), "vkCreateQueryPool");
     }
-    record_begin();  // its barrier: the timestamp follows the commands before it
+    record_begin({}, {});
+    barrier();  // the timestamp follows the commands before it, and those after it wait for it
     check(timestamps_taken_ < kMaxTimestamps, "vulkan: more than {} timestamps in one batch", kMaxTimestamps);
     api.vkCmdResetQueryPool(open().cmd, timestamps_, timestamps_taken_, 1);
     api.vkCmdWriteTimestamp(open().cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_,
@@ -254,6 +278,8 @@ void Stream::finish() {
     flush();
     for (Batch& b : batches_)
         if (b.submitted) batch_wait(b);
+    written_.clear();  // every command has run
+    read_.clear();
 }
 
 void Stream::batch_wait(Batch& b) {

@@ -1,6 +1,9 @@
 // Commands in program order on the device's queue: dispatches, copies and fills are recorded into a
-// command buffer (a batch), each after a full barrier on the commands before it (also those of batches
-// submitted earlier: a barrier's scope is the queue's submission order). A batch is submitted when the host
+// command buffer (a batch). A command that reads or writes a buffer which a command since the last barrier
+// wrote, or writes one that such a command read, gets a full barrier before it (whose scope also takes in
+// the batches submitted earlier: it is the queue's submission order); others run without one, so that the
+// device may overlap them (a layer's q, k and v projections). A dispatch's writes are the bindings its
+// shader does not declare readonly (spirv_access.h). A batch is submitted when the host
 // needs a result (finish, which waits), when a long op has been recorded (flush, which does not: the device
 // runs it while the host records what follows) or when it grows long. The stream keeps every buffer a
 // pending command uses alive until its batch completes.
@@ -14,6 +17,7 @@
 
 #include "backend/vulkan/buffer.h"
 #include "backend/vulkan/context.h"
+#include "backend/vulkan/pipelines.h"
 
 namespace coli::vk {
 
@@ -32,8 +36,8 @@ public:
     Stream& operator=(const Stream&) = delete;
 
     // Runs `pipeline` over groups (x, y, z) with buffers bound to bindings 0, 1, ..., weights to the slot
-    // arrays, and push constants.
-    void dispatch(VkPipeline pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
+    // arrays (read only), and push constants.
+    void dispatch(const Pipeline& pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
                   uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
                   const WeightSlots& slots = {});
     // dst[dst_offset, + bytes) = src[src_offset, + bytes).
@@ -50,8 +54,8 @@ public:
     void finish();
     // Submits what is recorded without waiting (the next batch waits for the oldest of kBatches in flight).
     void flush();
-    // The next command does not depend on the one before it (different outputs, no read of the other's):
-    // no barrier between the two, so that the device may overlap them.
+    // The next command writes other parts of the buffers that the command before it wrote (rows of its
+    // own): its accesses to those buffers need no barrier.
     void concurrent_next() { concurrent_next_ = true; }
 
     // Device time of commands: timestamp() after a command records when the device finished it (and all
@@ -77,7 +81,10 @@ private:
     };
     static constexpr int kBatches = 3;  // batches in flight at most
 
-    void record_begin();  // opens the command buffer and adds the barrier before the next command
+    // Opens the command buffer and puts a barrier before the next command where its accesses conflict with
+    // those since the last barrier (see above); then notes them.
+    void record_begin(std::span<const VkBuffer> reads, std::span<const VkBuffer> writes);
+    void barrier();  // a full barrier now: every command after it sees every write before it
     VkDescriptorSet set_new();
     void batch_wait(Batch& b);  // waits for b's submission, then releases what it held
     Batch& open() { return batches_[open_]; }
@@ -90,6 +97,9 @@ private:
     uint32_t timestamps_taken_ = 0;            // taken since the last timestamps_ms()
     bool recording_ = false;                   // the open batch's command buffer is open
     bool concurrent_next_ = false;             // concurrent_next() was called
+    std::vector<VkBuffer> written_;            // buffers written since the last barrier
+    std::vector<VkBuffer> read_;               // buffers read since the last barrier
+    std::vector<VkBuffer> last_written_;       // buffers the last command wrote
     uint32_t commands_ = 0;                    // commands recorded in the open batch
     uint64_t staged_bytes_ = 0;                // staging memory held by the open batch
 };
