@@ -4,7 +4,8 @@
 // unnormalized weighted sum of value rows; attention_combine_kernel then joins the splits of each row in
 // split order (the same result on every run):
 //   out = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c,   M = max_c m_c.
-// The heads of a GQA group read the same cached rows, the second and later ones from L2.
+// The heads of a GQA group read the same cached rows, the second and later ones from L2. Each query reads
+// every row of its context, so a prefill of many queries takes cuBLAS products instead (gqa_attend.cpp).
 #include <algorithm>
 #include <cfloat>
 

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/gqa_attend.h"
+#include "backend/cuda/limits.h"
 #include "backend/cuda/mla_attend.h"
 #include "backend/cuda/support.h"
 #include "backend/residency.h"
@@ -232,6 +234,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, K
                "v cache write");
     if (n == 0) return;
     const cuda::AttentionArgs a{s.n_heads, s.n_kv_heads, s.head_dim, s.scale};
+    if (n >= kCudaAttentionBlasMinQueries)
+        return cuda::gqa_attend(ctx_, dev(q), dev(cache.k), dev(cache.v), n, pos0, a, dev(out));
     const cuda::AttentionSplit split = cuda::attention_split(n, pos0, a);
     const cuda::Scratch<float> partial(ctx_, static_cast<size_t>(cuda::attention_scratch_floats(split, a)));
     cuda::attention(dev(q), dev(cache.k), dev(cache.v), n, pos0, a, split, partial.get(), dev(out),

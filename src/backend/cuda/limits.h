@@ -14,6 +14,9 @@ inline constexpr int64_t kCudaBlasMinTokens = 16;
 // Tokens from which the other formats are decoded to bf16 hi + lo parts for cuBLAS: the decoding writes 4
 // bytes per weight, which pays only when many GEMV passes (each reading the packed weight) are saved.
 inline constexpr int64_t kCudaDequantMinTokens = 128;
+// Queries from which GQA attention runs as cuBLAS products (gqa_attend.cpp), which read each cached row once
+// per tile of queries, instead of the key-split kernel (attention.cu), which reads it once per query.
+inline constexpr int64_t kCudaAttentionBlasMinQueries = 16;
 // The router kernel keeps one token's probabilities in shared memory.
 inline constexpr int64_t kCudaRouteMaxExperts = 16384;
 

@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "backend/cuda/blas.h"
+#include "backend/cuda/product.h"
 #include "core/error.h"
 
 namespace coli::cuda {
@@ -20,29 +20,6 @@ constexpr int64_t kScratchFloats = int64_t{64} << 20;  // scores and gathered ro
 constexpr int64_t kMinChunkInner = 64;                 // inner size of one split-K chunk, at least
 constexpr int64_t kBlasTile = 128;  // edge of a cuBLAS output tile, to count the blocks a product runs
 constexpr int64_t kTilesPerSm = 2;  // products are split until they have this many output tiles per SM
-
-// Column-major C = alpha op(A) B + beta C, batch times at the given strides (all in floats).
-struct Product {
-    bool transpose_a = false;     // op(A) = A^T with A stored [k, m], else A stored [m, k]
-    int64_t m = 0, n = 0, k = 0;  // C is [m, n]; the products' inner size is k
-    const float* a = nullptr;     // A, leading dimension lda, next batch stride_a further
-    int64_t lda = 0, stride_a = 0;
-    const float* b = nullptr;  // B [k, n], leading dimension ldb, next batch stride_b further
-    int64_t ldb = 0, stride_b = 0;
-    float* c = nullptr;  // C, leading dimension ldc, next batch stride_c further
-    int64_t ldc = 0, stride_c = 0;
-    int64_t batch = 1;  // products
-};
-
-void product_run(cublasHandle_t h, const Product& p, float alpha, float beta) {
-    const cublasStatus_t st = blas_api().sgemm_strided_batched(
-        h, p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.m),
-        static_cast<int>(p.n), static_cast<int>(p.k), &alpha, p.a, static_cast<int>(p.lda), p.stride_a, p.b,
-        static_cast<int>(p.ldb), p.stride_b, &beta, p.c, static_cast<int>(p.ldc), p.stride_c,
-        static_cast<int>(p.batch));
-    check(st == CUBLAS_STATUS_SUCCESS, "cuda mla_attention: cublasSgemmStridedBatched failed ({})",
-          blas_api().status_text(st));
-}
 
 int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
