@@ -1,6 +1,7 @@
 // The Vulkan backend's selection and fallback, on the binary as a user meets them: `--backend vulkan`
 // without a device and `--vk-device` out of range are one-line errors that say why; an op that fails on
-// the device runs on the CPU, counted, with the CPU's greedy tokens. Skipped loudly where the build has no
+// the device runs on the CPU, counted, with the CPU's greedy tokens; COLI_VULKAN_PROFILE reports the device
+// time per shader. Skipped loudly where the build has no
 // Vulkan backend or the machine no Vulkan device.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -68,6 +69,21 @@ TEST(VulkanCli, FailingOpsFallBackToTheCpuWithItsTokens) {
     EXPECT_NE(r.err.find("fault injection"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("matmul 0/"), std::string::npos)
         << "every matmul is counted as a fallback: " << r.err;
+}
+
+TEST(VulkanCli, ProfileTimesEachShaderWithTheSameTokens) {
+    if (!vulkan_available()) GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
+    const test::Fixture fx = test::fixture_load(kFixture);
+    ASSERT_EQ(setenv("COLI_VULKAN_PROFILE", "1", 1), 0);
+    const test::ProcessResult r = test::coli_run(run_args("--backend vulkan"));
+    unsetenv("COLI_VULKAN_PROFILE");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::last_line(r.out), ids_text(fx.greedy)) << "serialized dispatches, same tokens";
+    const size_t report = r.err.find("vulkan profile (COLI_VULKAN_PROFILE)");
+    ASSERT_NE(report, std::string::npos) << r.err;
+    // The decode's projections and its attention are lines of the report, with calls counted.
+    for (const char* shader : {"\ngemv_", "\nattn_split ", "\nnorm "})
+        EXPECT_NE(r.err.find(shader, report), std::string::npos) << shader << " in " << r.err.substr(report);
 }
 
 }  // namespace

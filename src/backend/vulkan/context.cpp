@@ -27,6 +27,8 @@ constexpr const char* kIntDotEnv = "COLI_VULKAN_INT_DOT";
 // Set: ops' outputs start as NaN instead of undefined, so that an op which leaves part of its output
 // unwritten fails the op tests (tests run them so on lavapipe).
 constexpr const char* kPoisonOutputsEnv = "COLI_VULKAN_POISON_OUTPUTS";
+// Set: each dispatch is timed alone and the device time per shader is printed at exit (profile.h).
+constexpr const char* kProfileEnv = "COLI_VULKAN_PROFILE";
 
 // Whether the int4 GEMV takes the integer dot-product path on `physical` (kIntDotEnv); a path forced on a
 // device without it is said on stderr.
@@ -100,6 +102,7 @@ Context::Context(int index) {
     if (supported.shaderStorageBufferArrayDynamicIndexing && buffer_limit > kMaxBindings + 2)
         weight_slots = std::min(kMaxWeightSlots, (buffer_limit - kMaxBindings) / 2);
     poison_outputs = std::getenv(kPoisonOutputsEnv) != nullptr;
+    profile = std::getenv(kProfileEnv) != nullptr;
     subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                           std::getenv(kNoSubgroupsEnv) == nullptr;

@@ -44,7 +44,7 @@ Pipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t> s
     check(r == VK_SUCCESS, "vulkan: building the pipeline of shader '{}' failed: {}", name,
           vk_result_name(r));
     if (ctx_->pipeline_stats) pipeline_stats_print(*ctx_, p, name, key.second);
-    const Pipeline pipeline{p, mod->second.second};
+    const Pipeline pipeline{p, mod->second.second, mod->first.c_str()};
     cache_.emplace(std::move(key), pipeline);
     return pipeline;
 }

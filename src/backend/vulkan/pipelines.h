@@ -23,6 +23,7 @@ std::span<const uint32_t> shader_spirv(std::string_view name);
 struct Pipeline {
     VkPipeline pipeline = VK_NULL_HANDLE;  // the pipeline
     uint32_t written = 0;                  // bit b: binding b may be written
+    const char* name = "";                 // its shader's name (kept by Pipelines)
 };
 
 class Pipelines {

@@ -1,5 +1,7 @@
 #include "backend/vulkan/stream.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -34,6 +36,7 @@ Stream::Stream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
         VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
         vk_check(api.vkCreateFence(ctx_->device, &fci, nullptr, &b.fence), "vkCreateFence");
     }
+    if (ctx_->profile) profile_ = std::make_unique<DispatchProfile>(ctx_, 2 * kMaxBatchCommands, kBatches);
 }
 
 Stream::~Stream() {
@@ -41,6 +44,7 @@ Stream::~Stream() {
         finish();
     } catch (const Error&) {  // a lost device at exit: nothing left to report it to
     }
+    if (profile_) fmt::print(stderr, "{}", profile_->report());
     const Api& api = ctx_->api;
     for (Batch& b : batches_) {
         for (VkDescriptorPool p : b.set_pools) api.vkDestroyDescriptorPool(ctx_->device, p, nullptr);
@@ -57,6 +61,7 @@ void Stream::record_begin(std::span<const VkBuffer> reads, std::span<const VkBuf
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         vk_check(ctx_->api.vkBeginCommandBuffer(open().cmd, &bi), "vkBeginCommandBuffer");
         recording_ = true;
+        if (profile_) profile_->batch_begin(open().cmd, open_);
     }
     // After concurrent_next(), the buffers the last command wrote are exempt: it wrote other parts of them,
     // and any earlier access to them already had its barrier before that command.
@@ -68,7 +73,7 @@ void Stream::record_begin(std::span<const VkBuffer> reads, std::span<const VkBuf
     bool conflict = false;
     for (VkBuffer b : reads) conflict = conflict || (checked(b) && in(written_, b));
     for (VkBuffer b : writes) conflict = conflict || (checked(b) && (in(written_, b) || in(read_, b)));
-    if (conflict) barrier();
+    if (conflict || profile_) barrier();  // profiled: each command alone
     read_.insert(read_.end(), reads.begin(), reads.end());
     written_.insert(written_.end(), writes.begin(), writes.end());
     last_written_.assign(writes.begin(), writes.end());
@@ -171,7 +176,9 @@ void Stream::dispatch(const Pipeline& pipeline, std::initializer_list<BufferPtr>
     if (push_bytes > 0)
         api.vkCmdPushConstants(open().cmd, ctx_->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes,
                                push);
+    if (profile_) profile_->dispatch_start(open().cmd, open_, pipeline.name);
     api.vkCmdDispatch(open().cmd, gx, gy, gz);
+    if (profile_) profile_->dispatch_end(open().cmd, open_);
     ++commands_;
 }
 
@@ -291,6 +298,7 @@ void Stream::batch_wait(Batch& b) {
         waited = api.vkGetFenceStatus(ctx_->device, b.fence);
     if (waited == VK_NOT_READY) waited = api.vkWaitForFences(ctx_->device, 1, &b.fence, VK_TRUE, UINT64_MAX);
     b.submitted = false;
+    if (profile_ && waited == VK_SUCCESS) profile_->batch_done(static_cast<int>(&b - batches_));
     vk_check(api.vkResetFences(ctx_->device, 1, &b.fence), "vkResetFences");
     vk_check(api.vkResetCommandBuffer(b.cmd, 0), "vkResetCommandBuffer");
     for (VkDescriptorPool p : b.set_pools) api.vkResetDescriptorPool(ctx_->device, p, 0);

@@ -18,6 +18,7 @@
 #include "backend/vulkan/buffer.h"
 #include "backend/vulkan/context.h"
 #include "backend/vulkan/pipelines.h"
+#include "backend/vulkan/profile.h"
 
 namespace coli::vk {
 
@@ -92,16 +93,17 @@ private:
     std::shared_ptr<Context> ctx_;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     Batch batches_[kBatches];
-    int open_ = 0;                             // the batch commands are recorded into
-    VkQueryPool timestamps_ = VK_NULL_HANDLE;  // kMaxTimestamps queries, made on first use
-    uint32_t timestamps_taken_ = 0;            // taken since the last timestamps_ms()
-    bool recording_ = false;                   // the open batch's command buffer is open
-    bool concurrent_next_ = false;             // concurrent_next() was called
-    std::vector<VkBuffer> written_;            // buffers written since the last barrier
-    std::vector<VkBuffer> read_;               // buffers read since the last barrier
-    std::vector<VkBuffer> last_written_;       // buffers the last command wrote
-    uint32_t commands_ = 0;                    // commands recorded in the open batch
-    uint64_t staged_bytes_ = 0;                // staging memory held by the open batch
+    int open_ = 0;                              // the batch commands are recorded into
+    VkQueryPool timestamps_ = VK_NULL_HANDLE;   // kMaxTimestamps queries, made on first use
+    uint32_t timestamps_taken_ = 0;             // taken since the last timestamps_ms()
+    bool recording_ = false;                    // the open batch's command buffer is open
+    bool concurrent_next_ = false;              // concurrent_next() was called
+    std::vector<VkBuffer> written_;             // buffers written since the last barrier
+    std::vector<VkBuffer> read_;                // buffers read since the last barrier
+    std::vector<VkBuffer> last_written_;        // buffers the last command wrote
+    std::unique_ptr<DispatchProfile> profile_;  // Context::profile: every dispatch timed alone
+    uint32_t commands_ = 0;                     // commands recorded in the open batch
+    uint64_t staged_bytes_ = 0;                 // staging memory held by the open batch
 };
 
 }  // namespace coli::vk

@@ -6,10 +6,14 @@
 // exp(s - m) and o = sum of exp(s - m) v_kvh(j), at partial[(row splits + c) (head_dim + 2)]: o, m, l.
 // Splits past the row's causal end write nothing; attn_combine.comp joins a row's splits.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
-const uint kThreads = 64u;        // one key of a tile per thread
-const uint kSlice = 16u;          // columns of a tile of keys staged at once
+const uint kThreads = 64u;  // one key of a tile per thread
+const uint kSlice = 32u;    // columns of a tile of keys staged at once
+// A thread's loads of one staged slice, issued together (unrolled, into registers) so that their latencies
+// overlap: a loop of load-then-store pays each one in turn.
+const uint kLoadsPerThread = kSlice;
 const uint kMaxSplitKeys = 256u;  // keys of a split at most (attention.cpp kSplitMaxKeys)
 layout(local_size_x = 64) in;
 
@@ -60,13 +64,18 @@ void main() {
     for (uint t0 = 0u; t0 < count; t0 += kThreads) {
         float s = 0.0;
         for (uint d0 = 0u; d0 < hd; d0 += kSlice) {
-            for (uint e = t; e < kThreads * kSlice; e += kThreads) {
-                const uint key = t0 + e / kSlice, d = d0 + e % kSlice;
-                k_tile[e / kSlice][e % kSlice] = key < count && d < hd ? k[(j0 + key) * kv_width + col0 + d] : 0.0;
+            float staged[kLoadsPerThread];
+            [[unroll]] for (uint r = 0u; r < kLoadsPerThread; ++r) {
+                const uint e = r * kThreads + t, key = t0 + e / kSlice, d = d0 + e % kSlice;
+                staged[r] = key < count && d < hd ? k[(j0 + key) * kv_width + col0 + d] : 0.0;
+            }
+            [[unroll]] for (uint r = 0u; r < kLoadsPerThread; ++r) {
+                const uint e = r * kThreads + t;
+                k_tile[e / kSlice][e % kSlice] = staged[r];
             }
             if (t < kSlice) q_slice[t] = d0 + t < hd ? q[qb + d0 + t] : 0.0;
             barrier();
-            for (uint dd = 0u; dd < kSlice; ++dd) s += q_slice[dd] * k_tile[t][dd];
+            [[unroll]] for (uint dd = 0u; dd < kSlice; ++dd) s += q_slice[dd] * k_tile[t][dd];
             barrier();
         }
         if (t0 + t < count) {
