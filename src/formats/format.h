@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -72,8 +73,15 @@ void weight_decode_row(const WeightView& w, int64_t r, float* out);
 void matmul_ref(const WeightView& w, const float* x, int64_t n, float* y);
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 
-// Scalar conversions (round-to-nearest-even; NaN stays NaN; f16 handles subnormals).
-float bf16_to_f32(uint16_t h);
+// Scalar conversions (round-to-nearest-even; NaN stays NaN; f16 handles subnormals). bf16_to_f32 is inline
+// so that loops of it vectorize (a row decode, MLA's per-head weights on the CPU).
+inline float bf16_to_f32(uint16_t h) {
+    constexpr int kBf16Shift = 16;  // a bf16 is the top half of an f32
+    const uint32_t bits = static_cast<uint32_t>(h) << kBf16Shift;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);  // C++17 (nvcc includes this header): no std::bit_cast
+    return f;
+}
 uint16_t f32_to_bf16(float f);
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);

@@ -69,10 +69,6 @@ constexpr uint32_t round_bits_rne(uint32_t u, int drop) {
 
 }  // namespace
 
-float bf16_to_f32(uint16_t h) {
-    return bits_to_f32(static_cast<uint32_t>(h) << kBf16Shift);
-}
-
 uint16_t f32_to_bf16(float f) {
     const uint32_t b = f32_to_bits(f);
     if ((b & kF32Abs) > kF32Inf) return static_cast<uint16_t>((b >> kBf16Shift) | kBf16Quiet);

@@ -118,8 +118,14 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
     const bool expand = n >= kMlaExpandMinTokens;
     // One task per head: its rows of w_kvb are decoded once for all queries.
     pool_.parallel_for(s.n_heads, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> w_uk(dn * lora), w_uv(dv * lora);  // [dn, kv_lora], [dv, kv_lora]
-        std::vector<float> q_abs(lora), mixed(lora), scores(n_cached);
+        // Kept by each pool thread across calls: fresh buffers of this size cost a decode step more in page
+        // faults and zero-fills than its arithmetic (each is written before it is read).
+        thread_local std::vector<float> w_uk, w_uv, q_abs, mixed, scores;
+        w_uk.resize(dn * lora);  // [dn, kv_lora]
+        w_uv.resize(dv * lora);  // [dv, kv_lora]
+        q_abs.resize(lora);
+        mixed.resize(lora);
+        scores.resize(n_cached);
         std::vector<float> k_nope(expand ? n_cached * dn : 0), values(expand ? n_cached * dv : 0);
         std::vector<int64_t> keys;
         for (int64_t h = begin; h < end; ++h) {
