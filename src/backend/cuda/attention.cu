@@ -27,9 +27,9 @@ constexpr int64_t kScratchFloats = 16LL << 20;  // partial results of one pass, 
 constexpr int kPartialExtra = 2;                // floats of a split's result besides its sum: m and l
 constexpr int64_t kMaxGridQueries = 65535;      // queries of a pass: the grid's z dimension at most
 
-// The split of row (query i, head h): its keys' scores, max m, l = sum of exp(s - m) and o = sum of
-// exp(s - m) v, at partial[((i h-row) splits + c) (head_dim + 2)]: o, then m, l. Splits past the row's
-// causal end write nothing (the combine stops at the row's last split).
+// Split c of row (query i, head h): its keys' scores, their max m, l = sum of exp(s - m) and o = sum of
+// exp(s - m) v, written at partial[(((i - i0) heads + h) splits + c) (head_dim + 2)]: o, then m, l. Splits
+// past the row's causal end write nothing (the combine stops at the row's last split).
 __global__ void __launch_bounds__(kThreads)
     attention_split_kernel(const float* __restrict__ q, const float* __restrict__ kc,
                            const float* __restrict__ vc, int64_t i0, int64_t pos0, AttentionArgs a,
