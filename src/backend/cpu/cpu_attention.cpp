@@ -29,10 +29,20 @@ void softmax_in_place(float* s, int64_t n) {
     for (int64_t j = 0; j < n; ++j) s[j] /= sum;
 }
 
+// The inner loops below in the widest vector set the CPU has, chosen when the program loads (GCC's function
+// multiversioning; this file is built for baseline x86-64). Products and sums stay separate instructions,
+// never contracted into FMAs, so every version gives the baseline's results bit for bit.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define COLI_SIMD_CLONES \
+    __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#else
+#define COLI_SIMD_CLONES
+#endif
+
 // Sum of a[d] b[d] over kDotLanes independent partial sums, so that the compiler can keep them in vector
 // registers (one running sum would be a serial chain it may not reorder).
 constexpr int kDotLanes = 16;
-float dot(const float* a, const float* b, int64_t n) {
+COLI_SIMD_CLONES float dot(const float* a, const float* b, int64_t n) {
     float lanes[kDotLanes] = {};
     int64_t d = 0;
     for (; d + kDotLanes <= n; d += kDotLanes)
@@ -41,6 +51,11 @@ float dot(const float* a, const float* b, int64_t n) {
     for (int l = 0; l < kDotLanes; ++l) sum += lanes[l];
     for (; d < n; ++d) sum += a[d] * b[d];
     return sum;
+}
+
+// y[d] += a x[d].
+COLI_SIMD_CLONES void axpy(float a, const float* x, float* y, int64_t n) {
+    for (int64_t d = 0; d < n; ++d) y[d] += a * x[d];
 }
 
 }  // namespace
@@ -97,7 +112,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
             std::fill_n(o, hd, 0.0f);
             for (int64_t j = 0; j < n_keys; ++j) {
                 const float* vj = row(cache.v, j) + kvh * hd;
-                for (int64_t d = 0; d < hd; ++d) o[d] += scores[j] * vj[d];
+                axpy(scores[j], vj, o, hd);
             }
         }
     });
@@ -159,13 +174,11 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
                             s.scale;
                     softmax_in_place(scores.data(), n_keys);
                     std::fill_n(o, dv, 0.0f);
-                    for (int64_t j = 0; j < n_keys; ++j)
-                        for (int64_t d = 0; d < dv; ++d) o[d] += scores[j] * values[keys[j] * dv + d];
+                    for (int64_t j = 0; j < n_keys; ++j) axpy(scores[j], &values[keys[j] * dv], o, dv);
                     continue;
                 }
                 std::fill(q_abs.begin(), q_abs.end(), 0.0f);  // W_UK[h]^T q_nope: [kv_lora]
-                for (int64_t j = 0; j < dn; ++j)
-                    for (int64_t c = 0; c < lora; ++c) q_abs[c] += q_nope[j] * w_uk[j * lora + c];
+                for (int64_t j = 0; j < dn; ++j) axpy(q_nope[j], &w_uk[j * lora], q_abs.data(), lora);
                 for (int64_t j = 0; j < n_keys; ++j)
                     scores[j] = (dot(q_abs.data(), row(cache.k, keys[j]), lora) +
                                  dot(q_pe, row(cache.v, keys[j]), dr)) *
@@ -174,7 +187,7 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
                 std::fill(mixed.begin(), mixed.end(), 0.0f);  // sum_t p(t) latent(t): [kv_lora]
                 for (int64_t j = 0; j < n_keys; ++j) {
                     const float* lt = row(cache.k, keys[j]);
-                    for (int64_t c = 0; c < lora; ++c) mixed[c] += scores[j] * lt[c];
+                    axpy(scores[j], lt, mixed.data(), lora);
                 }
                 for (int64_t j = 0; j < dv; ++j)
                     o[j] = dot(&w_uv[j * lora], mixed.data(), lora);  // W_UV[h] mixed
