@@ -70,13 +70,7 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     const float m = block_reduce<kThreads>(local_max, reduce_shared, true);  // also orders p's writes
-    float local_sum = 0.0f;
-    for (int j = threadIdx.x; j < count; j += kThreads) {
-        const float e = expf(p[j] - m);
-        p[j] = e;
-        local_sum += e;
-    }
-    const float l = block_reduce<kThreads>(local_sum, reduce_shared, false);
+    const float l = block_exp_sum<kThreads>(p, count, m, reduce_shared);
 
     float* result = partial + ((i - i0) * a.n_heads * splits + h * splits + c) * (hd + kPartialExtra);
     const float* values = vc + j0 * kv_width + kvh * hd;

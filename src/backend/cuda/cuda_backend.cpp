@@ -28,12 +28,10 @@ namespace {
 
 constexpr double kBytesPerGB = 1e9;
 constexpr double kBytesPerMB = 1e6;
-constexpr int kMlaLatentBound = 1024;   // kv_lora + rope_dim the MLA smem check allows for
-constexpr int kDsaHeadDimMultiple = 4;  // the DSA scoring kernel reads float4s
-constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";
-constexpr int kPoisonByte =
-    0xff;  // every byte: each float a NaN (ops' outputs under Context::poison_outputs)  // comma-separated op
-           // names that fail on purpose
+constexpr int kMlaLatentBound = 1024;                  // kv_lora + rope_dim the MLA smem check allows for
+constexpr int kDsaHeadDimMultiple = 4;                 // the DSA scoring kernel reads float4s
+constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";  // comma-separated op names that fail on purpose
+constexpr int kPoisonByte = 0xff;  // all bytes 0xff: each float a NaN (Context::poison_outputs)
 
 }  // namespace
 

@@ -22,17 +22,23 @@ __device__ float block_reduce(float v, float* shared, bool is_max) {
     return r;
 }
 
-// Softmax in place over scores[0, n) by the whole block: exp(s - max) / sum.
+// scores[j] = exp(scores[j] - max_score) over [0, n) by the whole block; returns their sum (to every thread).
 template <int kThreads>
-__device__ void block_softmax(float* scores, int64_t n, float local_max, float* shared) {
-    const float max_score = block_reduce<kThreads>(local_max, shared, true);
+__device__ float block_exp_sum(float* scores, int64_t n, float max_score, float* shared) {
     float local_sum = 0.0f;
     for (int64_t j = threadIdx.x; j < n; j += kThreads) {
         const float e = expf(scores[j] - max_score);
         scores[j] = e;
         local_sum += e;
     }
-    const float sum = block_reduce<kThreads>(local_sum, shared, false);
+    return block_reduce<kThreads>(local_sum, shared, false);
+}
+
+// Softmax in place over scores[0, n) by the whole block: exp(s - max) / sum.
+template <int kThreads>
+__device__ void block_softmax(float* scores, int64_t n, float local_max, float* shared) {
+    const float max_score = block_reduce<kThreads>(local_max, shared, true);
+    const float sum = block_exp_sum<kThreads>(scores, n, max_score, shared);
     for (int64_t j = threadIdx.x; j < n; j += kThreads) scores[j] /= sum;
     __syncthreads();
 }

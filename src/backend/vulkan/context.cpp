@@ -193,6 +193,13 @@ Context::Context(int index) {
         pools[static_cast<int>(sizing)] = std::make_unique<BufferPool>(*this, sizing);
 }
 
+double Context::timestamp_span_ms(uint64_t from, uint64_t to) const {
+    constexpr double kNsPerMs = 1e6;
+    constexpr uint32_t kTickBits = 64;
+    const uint64_t mask = timestamp_bits >= kTickBits ? ~uint64_t{0} : (uint64_t{1} << timestamp_bits) - 1;
+    return static_cast<double>((to - from) & mask) * props.limits.timestampPeriod / kNsPerMs;
+}
+
 Context::~Context() {
     if (device != VK_NULL_HANDLE) {
         api.vkDeviceWaitIdle(device);

@@ -58,6 +58,8 @@ struct Context {
 
     // The host writes weights straight into device memory (unified memory: integrated GPUs, CPUs, Apple).
     bool unified() const { return unified_type >= 0; }
+    // Milliseconds from timestamp `from` to timestamp `to` of this device's queue (its valid bits wrap).
+    double timestamp_span_ms(uint64_t from, uint64_t to) const;
 };
 
 }  // namespace coli::vk

@@ -9,7 +9,6 @@
 namespace coli::vk {
 
 namespace {
-constexpr double kNsPerMs = 1e6;
 constexpr double kUsPerMs = 1e3;
 constexpr uint32_t kQueriesPerDispatch = 2;  // start and end
 }  // namespace
@@ -54,13 +53,10 @@ void DispatchProfile::batch_done(int b) {
                                              ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
                                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
              "vkGetQueryPoolResults (profile)");
-    const uint64_t mask =
-        ctx_->timestamp_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << ctx_->timestamp_bits) - 1;
     for (size_t i = 0; i < shaders.size(); ++i) {
-        const uint64_t span = (ticks[2 * i + 1] - ticks[2 * i]) & mask;
         Line& line = lines_[shaders[i]];
         ++line.calls;
-        line.ms += static_cast<double>(span) * ctx_->props.limits.timestampPeriod / kNsPerMs;
+        line.ms += ctx_->timestamp_span_ms(ticks[2 * i], ticks[2 * i + 1]);
     }
     shaders_[b].clear();
 }
@@ -71,9 +67,8 @@ std::string DispatchProfile::report() const {
     double total = 0;
     for (const auto& [name, line] : sorted) total += line.ms;
     std::string s = fmt::format(
-        "vulkan profile (COLI_VULKAN_PROFILE): device time of each dispatch alone, after a barrier; {:.3f} "
-        "ms "
-        "in all\n{:<28} {:>8} {:>11} {:>9} {:>7}\n",
+        "vulkan profile (COLI_VULKAN_PROFILE): device time of each dispatch alone, after a barrier; "
+        "{:.3f} ms in all\n{:<28} {:>8} {:>11} {:>9} {:>7}\n",
         total, "shader", "calls", "total ms", "us/call", "share");
     for (const auto& [name, line] : sorted)
         s += fmt::format("{:<28} {:>8} {:>11.3f} {:>9.2f} {:>6.1f}%\n", name, line.calls, line.ms,

@@ -255,12 +255,8 @@ std::vector<double> Stream::timestamps_ms() {
                      ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
                  "vkGetQueryPoolResults");
     timestamps_taken_ = 0;
-    const uint64_t mask =
-        ctx_->timestamp_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << ctx_->timestamp_bits) - 1;
     std::vector<double> ms;
-    for (uint64_t t : ticks)
-        ms.push_back(static_cast<double>((t - ticks.front()) & mask) * ctx_->props.limits.timestampPeriod *
-                     1e-6);
+    for (uint64_t t : ticks) ms.push_back(ctx_->timestamp_span_ms(ticks.front(), t));
     return ms;
 }
 
