@@ -1,5 +1,7 @@
 // Rotary embeddings and causal softmax attention over a KV cache, in f32.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -56,6 +58,50 @@ COLI_SIMD_CLONES float dot(const float* a, const float* b, int64_t n) {
 // y[d] += a x[d].
 COLI_SIMD_CLONES void axpy(float a, const float* x, float* y, int64_t n) {
     for (int64_t d = 0; d < n; ++d) y[d] += a * x[d];
+}
+
+// Heads that mla_attention's absorbed path takes together: each cached row is loaded once for all of them
+// and meets them in registers, instead of streaming the cache from outer caches once per head.
+constexpr int kHeadBlock = 4;
+
+// kDotLanes floats as one value (GCC's vector extension), so that the head blocks' partial sums stay in
+// vector registers; its arithmetic is element by element, as the loops of dot() and axpy().
+using Lanes = float __attribute__((vector_size(kDotLanes * sizeof(float))));
+
+// out[m] = dot(a[m], b, n) for every m, each summed in dot()'s order (the same bits), b loaded once.
+COLI_SIMD_CLONES void dot_block(const float* const* a, const float* b, int64_t n, float* out) {
+    Lanes lanes[kHeadBlock] = {};
+    int64_t d = 0;
+    for (; d + kDotLanes <= n; d += kDotLanes) {
+        Lanes bv, av;
+        std::memcpy(&bv, b + d, sizeof(bv));
+        for (int m = 0; m < kHeadBlock; ++m) {
+            std::memcpy(&av, a[m] + d, sizeof(av));
+            lanes[m] += av * bv;
+        }
+    }
+    for (int m = 0; m < kHeadBlock; ++m) {
+        float sum = 0;
+        for (int l = 0; l < kDotLanes; ++l) sum += lanes[m][l];
+        for (int64_t t = d; t < n; ++t) sum += a[m][t] * b[t];
+        out[m] = sum;
+    }
+}
+
+// y[m][d] += a[m] x[d] for every m (axpy's results), x loaded once.
+COLI_SIMD_CLONES void axpy_block(const float* a, const float* x, float* const* y, int64_t n) {
+    int64_t d = 0;
+    for (; d + kDotLanes <= n; d += kDotLanes) {
+        Lanes xv, yv;
+        std::memcpy(&xv, x + d, sizeof(xv));
+        for (int m = 0; m < kHeadBlock; ++m) {
+            std::memcpy(&yv, y[m] + d, sizeof(yv));
+            yv += a[m] * xv;
+            std::memcpy(y[m] + d, &yv, sizeof(yv));
+        }
+    }
+    for (; d < n; ++d)
+        for (int m = 0; m < kHeadBlock; ++m) y[m][d] += a[m] * x[d];
 }
 
 }  // namespace
@@ -127,70 +173,119 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
         std::copy_n(row(latent, i), lora, row(cache.k, pos0 + i));
         std::copy_n(row(k_pe, i), dr, row(cache.v, pos0 + i));
     }
-    // Prefill of many tokens reconstructs each head's keys and values from the latents once (spec 2.1):
-    // cheaper than absorbing every query when the queries outnumber the ratio of the two costs.
+    // Each query's keys: every cached position up to its own (causal), or the ones DSA selected.
+    std::vector<std::vector<int64_t>> keys(n);
+    for (int64_t i = 0; i < n; ++i) {
+        if (selection) {
+            for (int64_t j = 0; j < selection->cols(); ++j)
+                if (const float p = row(*selection, i)[j]; p >= 0) keys[i].push_back(static_cast<int64_t>(p));
+        } else {
+            for (int64_t t = 0; t <= pos0 + i; ++t) keys[i].push_back(t);
+        }
+    }
     const int64_t n_cached = pos0 + n;
-    const bool expand = n >= kMlaExpandMinTokens;
-    // One task per head: its rows of w_kvb are decoded once for all queries.
-    pool_.parallel_for(s.n_heads, 1, [&](int64_t begin, int64_t end) {
-        // Kept by each pool thread across calls: fresh buffers of this size cost a decode step more in page
-        // faults and zero-fills than its arithmetic (each is written before it is read).
-        thread_local std::vector<float> w_uk, w_uv, q_abs, mixed, scores;
-        w_uk.resize(dn * lora);  // [dn, kv_lora]
-        w_uv.resize(dv * lora);  // [dv, kv_lora]
-        q_abs.resize(lora);
-        mixed.resize(lora);
-        scores.resize(n_cached);
-        std::vector<float> k_nope(expand ? n_cached * dn : 0), values(expand ? n_cached * dv : 0);
-        std::vector<int64_t> keys;
-        for (int64_t h = begin; h < end; ++h) {
-            const int64_t r0 = h * (dn + dv);
-            for (int64_t j = 0; j < dn; ++j) weight_decode_row(w_kvb.host, r0 + j, &w_uk[j * lora]);
-            for (int64_t j = 0; j < dv; ++j) weight_decode_row(w_kvb.host, r0 + dn + j, &w_uv[j * lora]);
-            for (int64_t t = 0; expand && t < n_cached; ++t) {  // W_UK[h] latent(t), W_UV[h] latent(t)
-                for (int64_t j = 0; j < dn; ++j)
-                    k_nope[t * dn + j] = dot(&w_uk[j * lora], row(cache.k, t), lora);
-                for (int64_t j = 0; j < dv; ++j)
-                    values[t * dv + j] = dot(&w_uv[j * lora], row(cache.k, t), lora);
-            }
-            for (int64_t i = 0; i < n; ++i) {
-                const float* q_nope = row(q, i) + h * (dn + dr);  // [dn]
-                const float* q_pe = q_nope + dn;                  // [dr]
-                // Keys: every cached position up to this query's (causal), or the ones DSA selected.
-                keys.clear();
-                if (selection) {
-                    for (int64_t j = 0; j < selection->cols(); ++j)
-                        if (const float p = row(*selection, i)[j]; p >= 0)
-                            keys.push_back(static_cast<int64_t>(p));
-                } else {
-                    for (int64_t t = 0; t <= pos0 + i; ++t) keys.push_back(t);
+    // Rows [r0, r0 + count) of w_kvb (one head's W_UK or W_UV), decoded.   rows: [count, kv_lora]
+    const auto kvb_rows = [&](int64_t r0, int64_t count, float* rows) {
+        for (int64_t j = 0; j < count; ++j) weight_decode_row(w_kvb.host, r0 + j, &rows[j * lora]);
+    };
+
+    // Prefill of many tokens reconstructs each head's keys and values from the latents once (spec 2.1):
+    // cheaper than absorbing every query when the queries outnumber the ratio of the two costs. One task per
+    // head: its rows of w_kvb are decoded once for all queries.
+    if (n >= kMlaExpandMinTokens) {
+        pool_.parallel_for(s.n_heads, 1, [&](int64_t begin, int64_t end) {
+            std::vector<float> w_uk(dn * lora), w_uv(dv * lora);              // [dn | dv, kv_lora]
+            std::vector<float> k_nope(n_cached * dn), values(n_cached * dv);  // [n_cached, dn | dv]
+            std::vector<float> scores(n_cached);
+            for (int64_t h = begin; h < end; ++h) {
+                kvb_rows(h * (dn + dv), dn, w_uk.data());
+                kvb_rows(h * (dn + dv) + dn, dv, w_uv.data());
+                for (int64_t t = 0; t < n_cached; ++t) {  // W_UK[h] latent(t), W_UV[h] latent(t)
+                    for (int64_t j = 0; j < dn; ++j)
+                        k_nope[t * dn + j] = dot(&w_uk[j * lora], row(cache.k, t), lora);
+                    for (int64_t j = 0; j < dv; ++j)
+                        values[t * dv + j] = dot(&w_uv[j * lora], row(cache.k, t), lora);
                 }
-                const auto n_keys = static_cast<int64_t>(keys.size());
-                float* o = row(out, i) + h * dv;  // [dv]
-                if (expand) {
+                for (int64_t i = 0; i < n; ++i) {
+                    const float* q_nope = row(q, i) + h * (dn + dr);  // [dn]
+                    const float* q_pe = q_nope + dn;                  // [dr]
+                    const std::vector<int64_t>& ks = keys[i];
+                    const auto n_keys = static_cast<int64_t>(ks.size());
                     for (int64_t j = 0; j < n_keys; ++j)
                         scores[j] =
-                            (dot(q_nope, &k_nope[keys[j] * dn], dn) + dot(q_pe, row(cache.v, keys[j]), dr)) *
+                            (dot(q_nope, &k_nope[ks[j] * dn], dn) + dot(q_pe, row(cache.v, ks[j]), dr)) *
                             s.scale;
                     softmax_in_place(scores.data(), n_keys);
+                    float* o = row(out, i) + h * dv;  // [dv]
                     std::fill_n(o, dv, 0.0f);
-                    for (int64_t j = 0; j < n_keys; ++j) axpy(scores[j], &values[keys[j] * dv], o, dv);
-                    continue;
+                    for (int64_t j = 0; j < n_keys; ++j) axpy(scores[j], &values[ks[j] * dv], o, dv);
                 }
-                std::fill(q_abs.begin(), q_abs.end(), 0.0f);  // W_UK[h]^T q_nope: [kv_lora]
-                for (int64_t j = 0; j < dn; ++j) axpy(q_nope[j], &w_uk[j * lora], q_abs.data(), lora);
-                for (int64_t j = 0; j < n_keys; ++j)
-                    scores[j] = (dot(q_abs.data(), row(cache.k, keys[j]), lora) +
-                                 dot(q_pe, row(cache.v, keys[j]), dr)) *
-                                s.scale;
-                softmax_in_place(scores.data(), n_keys);
-                std::fill(mixed.begin(), mixed.end(), 0.0f);  // sum_t p(t) latent(t): [kv_lora]
+            }
+        });
+        return;
+    }
+
+    // Absorbed (spec 2.2): per head q_abs = W_UK^T q_nope, scores against the latents, mixed = sum_t p(t)
+    // latent(t), out = W_UV mixed. One task per block of kHeadBlock heads, which meet each latent row once.
+    const int64_t blocks = (s.n_heads + kHeadBlock - 1) / kHeadBlock;
+    pool_.parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+        // Kept by each pool thread across calls: fresh buffers of this size cost a decode step more in page
+        // faults and zero-fills than its arithmetic (each is written before it is read).
+        thread_local std::vector<float> w_rows, q_abs, mixed, scores;
+        w_rows.resize(std::max(dn, dv) * lora);  // one head's W_UK or W_UV: [dn | dv, kv_lora]
+        q_abs.resize(kHeadBlock * n * lora);     // [head, query, kv_lora]
+        mixed.resize(kHeadBlock * n * lora);     // [head, query, kv_lora]
+        scores.resize(kHeadBlock * n_cached);    // [head, key]
+        for (int64_t b = begin; b < end; ++b) {
+            const int64_t h0 = b * kHeadBlock;
+            const int heads = static_cast<int>(std::min<int64_t>(kHeadBlock, s.n_heads - h0));
+            for (int m = 0; m < heads; ++m) {  // W_UK[h]^T q_nope of every query
+                kvb_rows((h0 + m) * (dn + dv), dn, w_rows.data());
+                for (int64_t i = 0; i < n; ++i) {
+                    const float* q_nope = row(q, i) + (h0 + m) * (dn + dr);  // [dn]
+                    float* qa = &q_abs[(m * n + i) * lora];
+                    std::fill_n(qa, lora, 0.0f);
+                    for (int64_t j = 0; j < dn; ++j) axpy(q_nope[j], &w_rows[j * lora], qa, lora);
+                }
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                // The block's operands; a block past the last head repeats it there and drops the results.
+                const float* qa[kHeadBlock];  // [kv_lora] each
+                const float* qp[kHeadBlock];  // [dr] each
+                float* sc[kHeadBlock];        // [n_keys] each
+                float* mx[kHeadBlock];        // [kv_lora] each
+                for (int m = 0; m < kHeadBlock; ++m) {
+                    const int hm = std::min(m, heads - 1);
+                    qa[m] = &q_abs[(hm * n + i) * lora];
+                    qp[m] = row(q, i) + (h0 + hm) * (dn + dr) + dn;
+                    sc[m] = &scores[m * n_cached];
+                    mx[m] = &mixed[(m * n + i) * lora];
+                }
+                const std::vector<int64_t>& ks = keys[i];
+                const auto n_keys = static_cast<int64_t>(ks.size());
                 for (int64_t j = 0; j < n_keys; ++j) {
-                    const float* lt = row(cache.k, keys[j]);
-                    axpy(scores[j], lt, mixed.data(), lora);
+                    float nope[kHeadBlock], pe[kHeadBlock];
+                    dot_block(qa, row(cache.k, ks[j]), lora, nope);
+                    dot_block(qp, row(cache.v, ks[j]), dr, pe);
+                    for (int m = 0; m < kHeadBlock; ++m) sc[m][j] = (nope[m] + pe[m]) * s.scale;
                 }
-                for (int64_t j = 0; j < dv; ++j)
-                    o[j] = dot(&w_uv[j * lora], mixed.data(), lora);  // W_UV[h] mixed
+                for (int m = 0; m < kHeadBlock; ++m) {
+                    softmax_in_place(sc[m], n_keys);
+                    std::fill_n(mx[m], lora, 0.0f);
+                }
+                for (int64_t j = 0; j < n_keys; ++j) {
+                    float p[kHeadBlock];
+                    for (int m = 0; m < kHeadBlock; ++m) p[m] = sc[m][j];
+                    axpy_block(p, row(cache.k, ks[j]), mx, lora);
+                }
+            }
+            for (int m = 0; m < heads; ++m) {  // W_UV[h] mixed
+                kvb_rows((h0 + m) * (dn + dv) + dn, dv, w_rows.data());
+                for (int64_t i = 0; i < n; ++i) {
+                    float* o = row(out, i) + (h0 + m) * dv;  // [dv]
+                    for (int64_t j = 0; j < dv; ++j)
+                        o[j] = dot(&w_rows[j * lora], &mixed[(m * n + i) * lora], lora);
+                }
             }
         }
     });
