@@ -19,6 +19,9 @@ namespace {
 // absorbing costs ~2 kv_lora per key and query, expanding (dn + dv) kv_lora per key once.
 constexpr int64_t kMlaExpandMinTokens = 256;
 
+// Keys per task of the DSA index at least: fewer cost more in dispatch than in arithmetic.
+constexpr int64_t kDsaMinKeysPerTask = 64;
+
 // p[j] = exp(s[j] - max) / sum, in place.
 void softmax_in_place(float* s, int64_t n) {
     float max_score = -INFINITY;
@@ -296,21 +299,31 @@ void CpuBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tensor
     dsa_args_check(q, weights, k, cache, s, pos0, out);
     const int64_t n = q.rows(), d = s.head_dim;
     for (int64_t i = 0; i < n; ++i) std::copy_n(row(k, i), d, row(cache, pos0 + i));
-    pool_.parallel_for(n, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> index(pos0 + n);
-        for (int64_t i = begin; i < end; ++i) {
-            const int64_t visible = pos0 + i + 1;  // causal
-            for (int64_t t = 0; t < visible; ++t) {
+    std::vector<float> index(pos0 + n);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t visible = pos0 + i + 1;  // causal
+        const float* w = row(weights, i);      // [n_heads]
+        // Each key's score is a sum of its own over the heads, so the keys split across threads (a decode
+        // step has one query) with the same results; the heads in blocks that meet the key once.
+        pool_.parallel_for(visible, kDsaMinKeysPerTask, [&](int64_t begin, int64_t end) {
+            for (int64_t t = begin; t < end; ++t) {
                 float sum = 0;
-                for (int h = 0; h < s.n_heads; ++h) {
-                    const float qk = dot(row(q, i) + h * d, row(cache, t), d) * s.scale;
-                    sum += row(weights, i)[h] * s.weight_scale * std::max(qk, 0.0f);
+                for (int h0 = 0; h0 < s.n_heads; h0 += kHeadBlock) {
+                    const float* qh[kHeadBlock];  // [head_dim] each; past the last head, it again (dropped)
+                    for (int m = 0; m < kHeadBlock; ++m)
+                        qh[m] = row(q, i) + std::min(h0 + m, s.n_heads - 1) * d;
+                    float dots[kHeadBlock];
+                    dot_block(qh, row(cache, t), d, dots);
+                    for (int m = 0; m < kHeadBlock && h0 + m < s.n_heads; ++m) {
+                        const float qk = dots[m] * s.scale;
+                        sum += w[h0 + m] * s.weight_scale * std::max(qk, 0.0f);
+                    }
                 }
                 index[t] = sum;
             }
-            dsa_topk_row(index.data(), visible, s.top_k, row(out, i));
-        }
-    });
+        });
+        dsa_topk_row(index.data(), visible, s.top_k, row(out, i));
+    }
 }
 
 }  // namespace coli
