@@ -147,21 +147,52 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
         std::copy_n(row(v, i), kv_width, row(cache.v, pos0 + i));
     }
     const int group = s.n_heads / s.n_kv_heads;
-    // One task per (query, head); each owns its output slice and its score buffer.
-    pool_.parallel_for(n * s.n_heads, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores(pos0 + n);
+    // One task per (query, block of up to kHeadBlock heads of one kv head), which meet each cached row once;
+    // each task owns its output slices and its buffers.
+    const int blocks_per_kv = (group + kHeadBlock - 1) / kHeadBlock;
+    const int64_t blocks = int64_t{s.n_kv_heads} * blocks_per_kv;
+    pool_.parallel_for(n * blocks, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> scores(kHeadBlock * (pos0 + n));  // [head, key]
+        std::vector<float> dropped(kHeadBlock * hd);         // outputs of a block's heads past its kv head's
         for (int64_t task = begin; task < end; ++task) {
-            const int64_t i = task / s.n_heads, h = task % s.n_heads, kvh = h / group;
+            const int64_t i = task / blocks, kvh = task % blocks / blocks_per_kv;
+            const int first =
+                static_cast<int>(task % blocks_per_kv) * kHeadBlock;  // within the kv head's group
+            const int heads = std::min(kHeadBlock, group - first);
             const int64_t n_keys = pos0 + i + 1;  // causal: keys 0 .. pos0 + i
-            const float* qh = row(q, i) + h * hd;
-            for (int64_t j = 0; j < n_keys; ++j)
-                scores[j] = dot(qh, row(cache.k, j) + kvh * hd, hd) * s.scale;
-            softmax_in_place(scores.data(), n_keys);
-            float* o = row(out, i) + h * hd;
-            std::fill_n(o, hd, 0.0f);
+            const float* qh[kHeadBlock];          // [hd] each; past the group's last head, it again
+            float* sc[kHeadBlock];                // [n_keys] each
+            float* o[kHeadBlock];                 // [hd] each
+            for (int m = 0; m < kHeadBlock; ++m) {
+                const int64_t h = kvh * group + first + std::min(m, heads - 1);
+                qh[m] = row(q, i) + h * hd;
+                sc[m] = &scores[m * (pos0 + n)];
+                o[m] = m < heads ? row(out, i) + h * hd : &dropped[m * hd];
+            }
+            // A lone head (multi-head attention: one per kv head) takes the one-head loops, not a block of
+            // copies of itself.
+            const int computed = heads == 1 ? 1 : kHeadBlock;
+            for (int64_t j = 0; j < n_keys; ++j) {
+                float dots[kHeadBlock];
+                if (heads == 1)
+                    dots[0] = dot(qh[0], row(cache.k, j) + kvh * hd, hd);
+                else
+                    dot_block(qh, row(cache.k, j) + kvh * hd, hd, dots);
+                for (int m = 0; m < computed; ++m) sc[m][j] = dots[m] * s.scale;
+            }
+            for (int m = 0; m < computed; ++m) {
+                softmax_in_place(sc[m], n_keys);
+                std::fill_n(o[m], hd, 0.0f);
+            }
             for (int64_t j = 0; j < n_keys; ++j) {
                 const float* vj = row(cache.v, j) + kvh * hd;
-                axpy(scores[j], vj, o, hd);
+                if (heads == 1) {
+                    axpy(sc[0][j], vj, o[0], hd);
+                    continue;
+                }
+                float p[kHeadBlock];
+                for (int m = 0; m < kHeadBlock; ++m) p[m] = sc[m][j];
+                axpy_block(p, vj, o, hd);
             }
         }
     });
