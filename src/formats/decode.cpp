@@ -3,11 +3,15 @@
 // Scaled formats multiply the code's value by its scale as one f32 multiply, w = value(code) * scale.
 // That product is THE weight value: every matmul path uses exactly it (see kernels.h). For mxfp4 it is
 // exact (a power-of-two scale); for int8/int4/fp8 it is rounded once.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
 #include "core/error.h"
+#include "core/simd_clones.h"
 #include "formats/format.h"
 #include "formats/kernels.h"
-
-#include <cstring>
 
 namespace coli {
 
@@ -25,9 +29,32 @@ inline uint8_t nibble_at(const uint8_t* row, int64_t c) {
     return (c & 1) ? static_cast<uint8_t>(byte >> kNibbleBits) : static_cast<uint8_t>(byte & kNibbleMask);
 }
 
+// e2m1_to_f32 of every code.
+const std::array<float, 16> kE2m1Values = [] {
+    std::array<float, 16> v{};
+    for (int c = 0; c < 16; ++c) v[c] = e2m1_to_f32(static_cast<uint8_t>(c));
+    return v;
+}();
+
+// out[i] = fp8_e4m3_to_f32(codes[i]) * scale for one block's codes, the same values, in a loop that
+// vectorizes: each byte's bits placed as the matmul kernels place them (kernels.h, kFp8Shift: the value times
+// 2^-120, exact), then times 2^120 and the scale. Where 2^120 folds into the scale without overflowing, the
+// first multiply is by 1 and the second rounds the same real product once; else the first is exact.
+inline void fp8_block_decode(const uint8_t* codes, int64_t n, float scale, float* out) {
+    const bool fold = std::isfinite(scale * kFp8Rescale) || !std::isfinite(scale);
+    const float first = fold ? 1.0f : kFp8Rescale, second = fold ? scale * kFp8Rescale : scale;
+    for (int64_t i = 0; i < n; ++i) {
+        const auto placed =
+            static_cast<uint32_t>(static_cast<int32_t>(static_cast<int8_t>(codes[i])) << kFp8Shift) &
+            kFp8KeepBits;
+        const bool nan = (codes[i] & kFp8NanAbs) == kFp8NanAbs;
+        out[i] = bits_to_f32(nan ? placed ^ kFp8NanFix : placed) * first * second;
+    }
+}
+
 }  // namespace
 
-void weight_decode_span(const WeightView& w, int64_t r, int64_t c0, int64_t c1, float* out) {
+COLI_SIMD_CLONES void weight_decode_span(const WeightView& w, int64_t r, int64_t c0, int64_t c1, float* out) {
     const int64_t cols = w.cols;
     const int64_t n = c1 - c0;
     switch (w.format) {
@@ -64,15 +91,17 @@ void weight_decode_span(const WeightView& w, int64_t r, int64_t c0, int64_t c1, 
             const auto* row = static_cast<const uint8_t*>(w.data) + r * (cols / 2);
             const auto* scales = static_cast<const uint8_t*>(w.scales) + r * (cols / kMxBlock);
             for (int64_t c = c0; c < c1; ++c)
-                out[c - c0] = e2m1_to_f32(nibble_at(row, c)) * e8m0_to_f32(scales[c / kMxBlock]);
+                out[c - c0] = kE2m1Values[nibble_at(row, c)] * kE8m0Values[scales[c / kMxBlock]];
             return;
         }
         case Format::fp8_e4m3_block: {
             const auto* row = static_cast<const uint8_t*>(w.data) + r * cols;
             const int64_t scale_row = (r / kFp8Block) * fp8_scale_cols(cols);
-            for (int64_t c = c0; c < c1; ++c) {
-                const float scale = float_load(w.scales, scale_row + c / kFp8Block);
-                out[c - c0] = fp8_e4m3_to_f32(row[c]) * scale;
+            for (int64_t c = c0; c < c1;) {  // one block's scale at a time
+                const int64_t end = std::min(c1, (c / kFp8Block + 1) * kFp8Block);
+                fp8_block_decode(row + c, end - c, float_load(w.scales, scale_row + c / kFp8Block),
+                                 out + (c - c0));
+                c = end;
             }
             return;
         }

@@ -358,6 +358,31 @@ TEST(Decode, Fp8UsesTheBlockOfTheElement) {
                       fp8_e4m3_to_f32(data[r * cols + c]) * scales[(r / 128) * bc + c / 128]);
 }
 
+TEST(Decode, Fp8EveryCodeTimesEveryKindOfScaleIsTheScalarProduct) {
+    // Block scales where 2^120 folds in, where it would overflow, subnormal, negative and not finite; each
+    // block row has two of them, and each half of a row holds every code once.
+    const std::vector<float> kinds = {1.0f, 0.37f, 3.7e-5f, -2.25f, 1e30f, 3.0e38f, 5e-39f, INFINITY, NAN};
+    const int64_t block_rows = static_cast<int64_t>(kinds.size()), rows = block_rows * kFp8Block;
+    const int64_t codes = 256, cols = 2 * codes, bc = cols / kFp8Block;
+    std::vector<uint8_t> data(rows * cols);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i % codes);
+    std::vector<float> scales(block_rows * bc);
+    for (int64_t br = 0; br < block_rows; ++br)
+        for (int64_t c = 0; c < bc; ++c) scales[br * bc + c] = kinds[(br + c / 2) % kinds.size()];
+    const WeightView v{Format::fp8_e4m3_block, rows, cols, data.data(), scales.data()};
+    const auto d = decode_all(v);
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+            const float want =
+                fp8_e4m3_to_f32(data[r * cols + c]) * scales[(r / kFp8Block) * bc + c / kFp8Block];
+            const float got = d[r * cols + c];
+            if (std::isnan(want))
+                ASSERT_TRUE(std::isnan(got)) << r << ", " << c;
+            else
+                ASSERT_EQ(bits_of(got), bits_of(want)) << r << ", " << c;
+        }
+}
+
 TEST(Decode, RejectsBadRowsAndViews) {
     const auto w = random_matrix(2, 64, 11);
     const EncodedWeight e = weight_encode(Format::int4_g64, w.data(), 2, 64);

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_tensor.h"
+#include "core/simd_clones.h"
 #include "core/thread_pool.h"
 
 namespace coli {
@@ -33,16 +34,6 @@ void softmax_in_place(float* s, int64_t n) {
     }
     for (int64_t j = 0; j < n; ++j) s[j] /= sum;
 }
-
-// The inner loops below in the widest vector set the CPU has, chosen when the program loads (GCC's function
-// multiversioning; this file is built for baseline x86-64). Products and sums stay separate instructions,
-// never contracted into FMAs, so every version gives the baseline's results bit for bit.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define COLI_SIMD_CLONES \
-    __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
-#else
-#define COLI_SIMD_CLONES
-#endif
 
 // Sum of a[d] b[d] over kDotLanes independent partial sums, so that the compiler can keep them in vector
 // registers (one running sum would be a serial chain it may not reorder).
