@@ -54,8 +54,9 @@ COLI_SIMD_CLONES void axpy(float a, const float* x, float* y, int64_t n) {
     for (int64_t d = 0; d < n; ++d) y[d] += a * x[d];
 }
 
-// Heads that mla_attention's absorbed path takes together: each cached row is loaded once for all of them
-// and meets them in registers, instead of streaming the cache from outer caches once per head.
+// Heads that the attention loops take together (MLA's absorbed path, the heads of one GQA kv head, DSA's
+// indexer heads): each cached row is loaded once for all of them and meets them in registers, instead of
+// streaming the cache from outer caches once per head.
 constexpr int kHeadBlock = 4;
 
 // kDotLanes floats as one value (GCC's vector extension), so that the head blocks' partial sums stay in
@@ -147,8 +148,8 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
         std::vector<float> dropped(kHeadBlock * hd);         // outputs of a block's heads past its kv head's
         for (int64_t task = begin; task < end; ++task) {
             const int64_t i = task / blocks, kvh = task % blocks / blocks_per_kv;
-            const int first =
-                static_cast<int>(task % blocks_per_kv) * kHeadBlock;  // within the kv head's group
+            // The block's first head within the kv head's group.
+            const int first = static_cast<int>(task % blocks_per_kv) * kHeadBlock;
             const int heads = std::min(kHeadBlock, group - first);
             const int64_t n_keys = pos0 + i + 1;  // causal: keys 0 .. pos0 + i
             const float* qh[kHeadBlock];          // [hd] each; past the group's last head, it again
