@@ -257,21 +257,22 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
     pool_.parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
         // Kept by each pool thread across calls: fresh buffers of this size cost a decode step more in page
         // faults and zero-fills than its arithmetic (each is written before it is read).
-        thread_local std::vector<float> w_rows, q_abs, mixed, scores;
-        w_rows.resize(std::max(dn, dv) * lora);  // one head's W_UK or W_UV: [dn | dv, kv_lora]
-        q_abs.resize(kHeadBlock * n * lora);     // [head, query, kv_lora]
-        mixed.resize(kHeadBlock * n * lora);     // [head, query, kv_lora]
-        scores.resize(kHeadBlock * n_cached);    // [head, key]
+        thread_local std::vector<float> w_row, q_abs, mixed, scores;
+        w_row.resize(lora);                    // one row of W_UK or W_UV, used while it is in L1
+        q_abs.resize(kHeadBlock * n * lora);   // [head, query, kv_lora]
+        mixed.resize(kHeadBlock * n * lora);   // [head, query, kv_lora]
+        scores.resize(kHeadBlock * n_cached);  // [head, key]
         for (int64_t b = begin; b < end; ++b) {
             const int64_t h0 = b * kHeadBlock;
             const int heads = static_cast<int>(std::min<int64_t>(kHeadBlock, s.n_heads - h0));
-            for (int m = 0; m < heads; ++m) {  // W_UK[h]^T q_nope of every query
-                kvb_rows((h0 + m) * (dn + dv), dn, w_rows.data());
-                for (int64_t i = 0; i < n; ++i) {
-                    const float* q_nope = row(q, i) + (h0 + m) * (dn + dr);  // [dn]
-                    float* qa = &q_abs[(m * n + i) * lora];
-                    std::fill_n(qa, lora, 0.0f);
-                    for (int64_t j = 0; j < dn; ++j) axpy(q_nope[j], &w_rows[j * lora], qa, lora);
+            for (int m = 0; m < heads; ++m) {  // W_UK[h]^T q_nope of every query, a row of W_UK at a time
+                std::fill_n(&q_abs[m * n * lora], n * lora, 0.0f);
+                for (int64_t j = 0; j < dn; ++j) {
+                    kvb_rows((h0 + m) * (dn + dv) + j, 1, w_row.data());
+                    for (int64_t i = 0; i < n; ++i) {
+                        const float* q_nope = row(q, i) + (h0 + m) * (dn + dr);  // [dn]
+                        axpy(q_nope[j], w_row.data(), &q_abs[(m * n + i) * lora], lora);
+                    }
                 }
             }
             for (int64_t i = 0; i < n; ++i) {
@@ -305,12 +306,11 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
                     axpy_block(p, row(cache.k, ks[j]), mx, lora);
                 }
             }
-            for (int m = 0; m < heads; ++m) {  // W_UV[h] mixed
-                kvb_rows((h0 + m) * (dn + dv) + dn, dv, w_rows.data());
-                for (int64_t i = 0; i < n; ++i) {
-                    float* o = row(out, i) + (h0 + m) * dv;  // [dv]
-                    for (int64_t j = 0; j < dv; ++j)
-                        o[j] = dot(&w_rows[j * lora], &mixed[(m * n + i) * lora], lora);
+            for (int m = 0; m < heads; ++m) {  // W_UV[h] mixed, a row of W_UV at a time
+                for (int64_t j = 0; j < dv; ++j) {
+                    kvb_rows((h0 + m) * (dn + dv) + dn + j, 1, w_row.data());
+                    for (int64_t i = 0; i < n; ++i)
+                        row(out, i)[(h0 + m) * dv + j] = dot(w_row.data(), &mixed[(m * n + i) * lora], lora);
                 }
             }
         }
