@@ -41,7 +41,7 @@ const std::array<float, 16> kE2m1Values = [] {
 // 2^-120, exact), then times 2^120 and the scale. Where 2^120 folds into the scale without overflowing, the
 // first multiply is by 1 and the second rounds the same real product once; else the first is exact.
 inline void fp8_block_decode(const uint8_t* codes, int64_t n, float scale, float* out) {
-    const bool fold = std::isfinite(scale * kFp8Rescale) || !std::isfinite(scale);
+    const bool fold = fp8_scale_foldable(scale);
     const float first = fold ? 1.0f : kFp8Rescale, second = fold ? scale * kFp8Rescale : scale;
     for (int64_t i = 0; i < n; ++i) {
         const auto placed =

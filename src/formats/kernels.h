@@ -78,14 +78,18 @@ inline constexpr uint8_t kFp8NanAbs = 0x7f;
 // quiet NaN fp8_e4m3_to_f32 returns (multiplying it by a scale keeps it bit for bit).
 inline constexpr uint32_t kFp8NanFix = 0x07f00000u ^ 0x7fc00000u;
 
-// True when every block scale used by rows [r0, r1) can take the 2^120 factor without overflowing.
+// True when the block scale s can take the 2^120 factor without overflowing (a non-finite s stays what it
+// is either way).
+inline bool fp8_scale_foldable(float s) {
+    return !std::isfinite(s) || std::isfinite(s * kFp8Rescale);
+}
+
+// True when every block scale used by rows [r0, r1) is fp8_scale_foldable.
 inline bool fp8_scales_foldable(const WeightView& w, int64_t r0, int64_t r1) {
     if (r0 >= r1) return true;
     const int64_t block_cols = fp8_scale_cols(w.cols);
-    for (int64_t i = (r0 / kFp8Block) * block_cols; i < ((r1 - 1) / kFp8Block + 1) * block_cols; ++i) {
-        const float s = float_load(w.scales, i);
-        if (std::isfinite(s) && !std::isfinite(s * kFp8Rescale)) return false;
-    }
+    for (int64_t i = (r0 / kFp8Block) * block_cols; i < ((r1 - 1) / kFp8Block + 1) * block_cols; ++i)
+        if (!fp8_scale_foldable(float_load(w.scales, i))) return false;
     return true;
 }
 

@@ -1,5 +1,6 @@
 // Rotary embeddings and causal softmax attention over a KV cache, in f32.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -58,6 +59,14 @@ COLI_SIMD_CLONES void axpy(float a, const float* x, float* y, int64_t n) {
 // indexer heads): each cached row is loaded once for all of them and meets them in registers, instead of
 // streaming the cache from outer caches once per head.
 constexpr int kHeadBlock = 4;
+
+// Pointers to the `count` (1..kHeadBlock) heads from `first`, `stride` floats apart; the slots past them
+// repeat the last one, whose results the caller drops.
+std::array<const float*, kHeadBlock> head_block(const float* first, int64_t stride, int count) {
+    std::array<const float*, kHeadBlock> heads;
+    for (int m = 0; m < kHeadBlock; ++m) heads[m] = first + std::min(m, count - 1) * stride;
+    return heads;
+}
 
 // kDotLanes floats as one value (GCC's vector extension), so that the head blocks' partial sums stay in
 // vector registers; its arithmetic is element by element, as the loops of dot() and axpy().
@@ -152,14 +161,13 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
             const int first = static_cast<int>(task % blocks_per_kv) * kHeadBlock;
             const int heads = std::min(kHeadBlock, group - first);
             const int64_t n_keys = pos0 + i + 1;  // causal: keys 0 .. pos0 + i
-            const float* qh[kHeadBlock];          // [hd] each; past the group's last head, it again
-            float* sc[kHeadBlock];                // [n_keys] each
-            float* o[kHeadBlock];                 // [hd] each
+            const int64_t h0 = kvh * group + first;
+            const auto qh = head_block(row(q, i) + h0 * hd, hd, heads);  // [hd] each
+            float* sc[kHeadBlock];                                       // [n_keys] each
+            float* o[kHeadBlock];                                        // [hd] each
             for (int m = 0; m < kHeadBlock; ++m) {
-                const int64_t h = kvh * group + first + std::min(m, heads - 1);
-                qh[m] = row(q, i) + h * hd;
                 sc[m] = &scores[m * (pos0 + n)];
-                o[m] = m < heads ? row(out, i) + h * hd : &dropped[m * hd];
+                o[m] = m < heads ? row(out, i) + (h0 + m) * hd : &dropped[m * hd];
             }
             // A lone head (multi-head attention: one per kv head) takes the one-head loops, not a block of
             // copies of itself.
@@ -169,7 +177,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
                 if (heads == 1)
                     dots[0] = dot(qh[0], row(cache.k, j) + kvh * hd, hd);
                 else
-                    dot_block(qh, row(cache.k, j) + kvh * hd, hd, dots);
+                    dot_block(qh.data(), row(cache.k, j) + kvh * hd, hd, dots);
                 for (int m = 0; m < computed; ++m) sc[m][j] = dots[m] * s.scale;
             }
             for (int m = 0; m < computed; ++m) {
@@ -277,14 +285,11 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
             }
             for (int64_t i = 0; i < n; ++i) {
                 // The block's operands; a block past the last head repeats it there and drops the results.
-                const float* qa[kHeadBlock];  // [kv_lora] each
-                const float* qp[kHeadBlock];  // [dr] each
-                float* sc[kHeadBlock];        // [n_keys] each
-                float* mx[kHeadBlock];        // [kv_lora] each
+                const auto qa = head_block(&q_abs[i * lora], n * lora, heads);  // [kv_lora] each
+                const auto qp = head_block(row(q, i) + h0 * (dn + dr) + dn, dn + dr, heads);  // [dr] each
+                float* sc[kHeadBlock];                                                        // [n_keys] each
+                float* mx[kHeadBlock];  // [kv_lora] each
                 for (int m = 0; m < kHeadBlock; ++m) {
-                    const int hm = std::min(m, heads - 1);
-                    qa[m] = &q_abs[(hm * n + i) * lora];
-                    qp[m] = row(q, i) + (h0 + hm) * (dn + dr) + dn;
                     sc[m] = &scores[m * n_cached];
                     mx[m] = &mixed[(m * n + i) * lora];
                 }
@@ -292,8 +297,8 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
                 const auto n_keys = static_cast<int64_t>(ks.size());
                 for (int64_t j = 0; j < n_keys; ++j) {
                     float nope[kHeadBlock], pe[kHeadBlock];
-                    dot_block(qa, row(cache.k, ks[j]), lora, nope);
-                    dot_block(qp, row(cache.v, ks[j]), dr, pe);
+                    dot_block(qa.data(), row(cache.k, ks[j]), lora, nope);
+                    dot_block(qp.data(), row(cache.v, ks[j]), dr, pe);
                     for (int m = 0; m < kHeadBlock; ++m) sc[m][j] = (nope[m] + pe[m]) * s.scale;
                 }
                 for (int m = 0; m < kHeadBlock; ++m) {
@@ -328,15 +333,15 @@ void CpuBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tensor
         const float* w = row(weights, i);      // [n_heads]
         // Each key's score is a sum of its own over the heads, so the keys split across threads (a decode
         // step has one query) with the same results; the heads in blocks that meet the key once.
+        std::vector<std::array<const float*, kHeadBlock>> blocks;  // the query's heads: [head_dim] each
+        for (int h0 = 0; h0 < s.n_heads; h0 += kHeadBlock)
+            blocks.push_back(head_block(row(q, i) + h0 * d, d, std::min(kHeadBlock, s.n_heads - h0)));
         pool_.parallel_for(visible, kDsaMinKeysPerTask, [&](int64_t begin, int64_t end) {
             for (int64_t t = begin; t < end; ++t) {
                 float sum = 0;
                 for (int h0 = 0; h0 < s.n_heads; h0 += kHeadBlock) {
-                    const float* qh[kHeadBlock];  // [head_dim] each; past the last head, it again (dropped)
-                    for (int m = 0; m < kHeadBlock; ++m)
-                        qh[m] = row(q, i) + std::min(h0 + m, s.n_heads - 1) * d;
                     float dots[kHeadBlock];
-                    dot_block(qh, row(cache, t), d, dots);
+                    dot_block(blocks[h0 / kHeadBlock].data(), row(cache, t), d, dots);
                     for (int m = 0; m < kHeadBlock && h0 + m < s.n_heads; ++m) {
                         const float qk = dots[m] * s.scale;
                         sum += w[h0 + m] * s.weight_scale * std::max(qk, 0.0f);
