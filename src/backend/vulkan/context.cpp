@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backend/vulkan/buffer.h"
-#include "backend/vulkan/coop_matrix.h"
 #include "core/error.h"
 
 namespace coli::vk {
@@ -137,15 +136,7 @@ Context::Context(int index) {
     if (int_dot) {
         ext.push_back(kIntDot);
         dot.shaderIntegerDotProduct = VK_TRUE;
-        dot.pNext = const_cast<void*>(dci.pNext);
         dci.pNext = &dot;
-    }
-    CoopMatrix coop = coop_matrix_probe(api, physical, sub, props);
-    coop_gemv = coop.usable;
-    coop_detail = coop.detail;
-    if (coop_gemv) {
-        ext.push_back(kCoopMatrixExtension);
-        coop_matrix_chain(coop, dci);
     }
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};

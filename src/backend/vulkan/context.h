@@ -38,8 +38,6 @@ struct Context {
     uint32_t subgroup_size = 0;                         // lanes per subgroup
     bool subgroup_arithmetic = false;                   // subgroupAdd in compute shaders
     bool int_dot = false;                               // packed 4x8-bit integer dot products (int4 GEMV)
-    bool coop_gemv = false;                             // the cooperative-matrix GEMV runs (coop_matrix.h)
-    std::string coop_detail;                            // which GEMV runs the 4-bit formats, and why
     uint32_t weight_slots = 1;                          // weights per slot array (1: no batched GEMV)
     bool pipeline_stats = false;                        // pipelines report their compiled code's statistics
     bool poison_outputs = false;                        // ops' outputs start as NaN (tests: written in full)

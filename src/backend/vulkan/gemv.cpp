@@ -34,10 +34,6 @@ struct XPlanesPush {
     uint32_t rows, cols;
     uint32_t gather;  // 1: row r is x row xrows[r]
 };
-constexpr int64_t kCoopSbCols = 128;     // gemv_coop.comp's superblock: one x scale
-constexpr int64_t kCoopTeamRows = 32;    // rows a team owns: two tiles of 16 (of gate and up: one each)
-constexpr int64_t kCoopTableBytes = 4;   // x table bytes per column: an f16 pair (gemv_xtable.comp)
-constexpr uint32_t kCoopMaxTokens = 64;  // job tokens beyond which the x table costs more than it saves
 
 struct GemvPush {
     uint32_t rows, cols;
@@ -93,31 +89,6 @@ std::string gemv_pipeline(bool batch, bool dot, bool subgroup) {
            (subgroup ? "_subgroup" : "_shared");
 }
 
-// The cooperative-matrix GEMV's grid: `parts` teams split a row tile's superblocks like gemv_plan's.
-GemvPlan coop_plan(const vk::DeviceWeight& w, uint32_t mats, size_t jobs) {
-    GemvPlan p;
-    const int64_t team_rows = kCoopTeamRows / mats;
-    const int64_t tiles = (w.rows + team_rows - 1) / team_rows, sbs = w.cols / kCoopSbCols;
-    while (p.parts < kTeams && tiles * static_cast<int64_t>(jobs * p.parts) < kTargetTeams &&
-           sbs >= kMinChunksPerLane * (p.parts * 2))
-        p.parts *= 2;
-    const int64_t tiles_per_workgroup = kTeams / p.parts;
-    p.groups = (tiles + tiles_per_workgroup - 1) / tiles_per_workgroup;
-    return p;
-}
-
-// Whether the cooperative-matrix GEMV takes the jobs: a device that runs it, a 4-bit format, whole
-// superblocks, one token per job and few tokens in all.
-bool coop_fits(const VulkanBackend& b, const vk::Context& ctx, const vk::GemvJobs& g, uint32_t tokens) {
-    const vk::DeviceWeight& w = *g.weights.front();
-    return b.coop_gemv() && (w.format == Format::int4_g64 || w.format == Format::mxfp4) && tokens == 1 &&
-           w.cols % kCoopSbCols == 0 && g.first.back() <= kCoopMaxTokens && ctx.weight_slots >= g.mats;
-}
-
-struct XTablePush {
-    uint32_t cols;
-};
-
 }  // namespace
 
 namespace vk {
@@ -147,7 +118,6 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     const bool sub = ctx_->subgroup_arithmetic;
     const vk::BufferPtr xrows = g.xrows ? g.xrows : placeholder_;
 
-    if (coop_fits(*this, *ctx_, g, tokens)) return gemv_coop(g);
     // int4 on integer dot products: x as byte planes, laid out once for every job (gemv_xplanes.comp).
     const bool dot = ctx_->int_dot && w0.format == Format::int4_g64 && tokens <= kIntDotMaxTokens;
     vk::BufferPtr planes = placeholder_, meta = placeholder_;
@@ -190,38 +160,6 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
             {format, tokens, p.rows, g.mats, glu, static_cast<uint32_t>(codes.size()), g.xrows ? 1u : 0u},
             {g.x, g.y, xrows, planes, meta}, vk::WeightSlots{codes, scales}, push, gx, gy,
             static_cast<uint32_t>(n));
-    }
-}
-
-void VulkanBackend::gemv_coop(const vk::GemvJobs& g) {
-    const vk::DeviceWeight& w0 = *g.weights.front();
-    const size_t jobs = g.first.size() - 1;
-    const uint32_t tokens = g.first.back();
-    const int64_t sbs = w0.cols / kCoopSbCols;
-    const vk::BufferPtr table =
-        scratch(tokens * w0.cols * kCoopTableBytes / static_cast<int64_t>(sizeof(float)));
-    const vk::BufferPtr inverse = scratch(tokens * sbs);
-    run("gemv_xtable", {g.xrows ? 1u : 0u}, {g.x, table, inverse, g.xrows ? g.xrows : placeholder_},
-        XTablePush{static_cast<uint32_t>(w0.cols)}, static_cast<uint32_t>(sbs), tokens);
-
-    const size_t per_dispatch = std::min<size_t>(vk::kGemvMaxJobs, ctx_->weight_slots / g.mats);
-    for (size_t j0 = 0; j0 < jobs; j0 += per_dispatch) {
-        const size_t n = std::min(per_dispatch, jobs - j0);
-        const GemvPlan p = coop_plan(w0, g.mats, n);
-        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, g.act.beta, g.act.linear_beta, {}};
-        for (size_t j = 0; j < n; ++j) push.first[j] = g.first[j0 + j];
-        std::vector<vk::BufferPtr> codes, scales;
-        for (size_t i = j0 * g.mats; i < (j0 + n) * g.mats; ++i) {
-            codes.push_back(g.weights[i]->data);
-            scales.push_back(g.weights[i]->scales);
-        }
-        const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
-        const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
-        run_slots("gemv_coop",
-                  {static_cast<uint32_t>(w0.format), g.mats, static_cast<uint32_t>(g.act.kind),
-                   static_cast<uint32_t>(codes.size())},
-                  {table, g.y, inverse}, vk::WeightSlots{codes, scales}, push, gx, gy,
-                  static_cast<uint32_t>(n));
     }
 }
 

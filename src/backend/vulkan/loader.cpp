@@ -46,10 +46,6 @@ void api_load_instance(Api& api, VkInstance instance) {
     check(api.name != nullptr, "vulkan: the loader does not provide {}: Vulkan 1.2 is needed", #name);
     COLI_VK_INSTANCE_FUNCS(COLI_VK_INSTANCE)
 #undef COLI_VK_INSTANCE
-#define COLI_VK_INSTANCE_EXTENSION(name) \
-    api.name = reinterpret_cast<PFN_##name>(api.vkGetInstanceProcAddr(instance, #name));
-    COLI_VK_INSTANCE_EXTENSION_FUNCS(COLI_VK_INSTANCE_EXTENSION)
-#undef COLI_VK_INSTANCE_EXTENSION
 }
 
 void api_load_device(Api& api, VkDevice device) {

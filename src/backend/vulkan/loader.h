@@ -8,8 +8,6 @@
 
 #include <string>
 
-#include "backend/vulkan/khr_cooperative_matrix.h"
-
 namespace coli::vk {
 
 // Functions resolved from the loader itself.
@@ -79,10 +77,6 @@ namespace coli::vk {
     X(vkGetQueryPoolResults)                    \
     X(vkGetDeviceProcAddr)
 
-// Instance-level functions of optional device extensions, resolved by api_load_instance() (null where the
-// loader or driver does not offer them).
-#define COLI_VK_INSTANCE_EXTENSION_FUNCS(X) X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
-
 // Functions of optional device extensions, resolved by api_load_device() when the extension is enabled.
 #define COLI_VK_EXTENSION_FUNCS(X)          \
     X(vkGetPipelineExecutablePropertiesKHR) \
@@ -95,7 +89,6 @@ struct Api {
     COLI_VK_DECLARE(vkGetInstanceProcAddr)
     COLI_VK_GLOBAL_FUNCS(COLI_VK_DECLARE)
     COLI_VK_INSTANCE_FUNCS(COLI_VK_DECLARE)
-    COLI_VK_INSTANCE_EXTENSION_FUNCS(COLI_VK_DECLARE)
     COLI_VK_EXTENSION_FUNCS(COLI_VK_DECLARE)
 #undef COLI_VK_DECLARE
 };
@@ -103,8 +96,7 @@ struct Api {
 // Opens the loader once per process and resolves the global functions. Returns nullptr and sets *why
 // (the dlopen error and the fix) when it is missing.
 const Api* api_load(std::string* why);
-// Resolves the instance-level functions into api for instance. Throws coli::Error naming a missing one
-// (the optional extensions' functions stay null when missing).
+// Resolves the instance-level functions into api for instance. Throws coli::Error naming a missing one.
 void api_load_instance(Api& api, VkInstance instance);
 
 // Resolves the extension functions for device (those it does not provide stay null).

@@ -2,7 +2,6 @@
 
 #include "backend/vulkan/pipeline_stats.h"
 #include "backend/vulkan/spirv_access.h"
-#include "backend/vulkan/spirv_coop.h"
 #include "core/error.h"
 
 namespace coli::vk {
@@ -19,13 +18,9 @@ Pipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t> s
     const Api& api = ctx_->api;
     auto mod = modules_.find(name);
     if (mod == modules_.end()) {
-        const std::span<const uint32_t> embedded = shader_spirv(name);
-        // Shaders written for GL_NV_cooperative_matrix run through VK_KHR_cooperative_matrix (spirv_coop.h).
-        const std::vector<uint32_t> code = spirv_uses_coop_matrix_nv(embedded)
-                                               ? spirv_coop_matrix_khr(embedded)
-                                               : std::vector<uint32_t>(embedded.begin(), embedded.end());
+        const std::span<const uint32_t> code = shader_spirv(name);
         VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-        mci.codeSize = code.size() * sizeof(uint32_t);
+        mci.codeSize = code.size_bytes();
         mci.pCode = code.data();
         VkShaderModule m = VK_NULL_HANDLE;
         vk_check(api.vkCreateShaderModule(ctx_->device, &mci, nullptr, &m), "vkCreateShaderModule");

@@ -4,14 +4,16 @@
 #include <unordered_set>
 #include <vector>
 
-#include "backend/vulkan/spirv_format.h"
-
 namespace coli::vk {
 
 namespace {
 
+constexpr uint32_t kMagic = 0x07230203;  // first word of a SPIR-V module
+constexpr size_t kHeaderWords = 5;       // magic, version, generator, id bound, schema
 constexpr uint32_t kAllBindings = ~0u;
 constexpr uint32_t kMaskBits = 32;
+constexpr uint32_t kOpcodeMask = 0xffff;  // an instruction's first word: word count << 16 | opcode
+constexpr uint32_t kWordCountShift = 16;
 
 // Opcodes and decorations of the SPIR-V specification that the reader needs.
 constexpr uint32_t kOpTypeStruct = 30, kOpTypeArray = 28, kOpTypeRuntimeArray = 29, kOpTypePointer = 32,
@@ -21,13 +23,13 @@ constexpr uint32_t kDecorationNonWritable = 24, kDecorationBinding = 33, kDecora
 }  // namespace
 
 uint32_t spirv_written_bindings(std::span<const uint32_t> code) {
-    if (code.size() < kSpirvHeaderWords || code[0] != kSpirvMagic) return kAllBindings;
+    if (code.size() < kHeaderWords || code[0] != kMagic) return kAllBindings;
     std::unordered_map<uint32_t, uint32_t> binding, set, pointee, element, struct_members;  // by id
     std::unordered_map<uint32_t, std::unordered_set<uint32_t>> read_only_members;           // by struct id
     std::unordered_set<uint32_t> read_only;                                                 // variable ids
     std::vector<std::pair<uint32_t, uint32_t>> variables;                                   // (id, type)
-    for (size_t i = kSpirvHeaderWords; i < code.size();) {
-        const uint32_t words = code[i] >> kSpirvWordCountShift, op = code[i] & kSpirvOpcodeMask;
+    for (size_t i = kHeaderWords; i < code.size();) {
+        const uint32_t words = code[i] >> kWordCountShift, op = code[i] & kOpcodeMask;
         if (words == 0 || i + words > code.size()) return kAllBindings;
         const uint32_t* w = &code[i];
         if (op == kOpDecorate && words >= 3) {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "backend/residency.h"
-#include "backend/vulkan/coop_matrix.h"
 #include "backend/vulkan/limits.h"
 #include "backend/vulkan/support.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
@@ -91,29 +90,14 @@ VulkanBackend::VulkanBackend(std::shared_ptr<vk::Context> ctx, uint64_t vram_byt
           vram_bytes / kBytesPerGB, heap / kBytesPerGB);
     budget_ = vram_bytes > 0 ? vram_bytes : usable;
     fail_ = fault_ops_from_env(kFailEnv, "vulkan");
-    coop_gemv_ = ctx_->coop_gemv;
-    coop_detail_ = ctx_->coop_detail;
-    if (coop_gemv_) coop_layout_probe();
-}
-
-void VulkanBackend::coop_layout_probe() {
-    const vk::BufferPtr out = scratch(vk::kCoopProbeWords);
-    const uint32_t no_push = 0;  // coop_probe.comp takes no push constants
-    run("coop_probe", {}, {out}, no_push, 1);
-    std::vector<uint32_t> words(vk::kCoopProbeWords);
-    stream_.download(out, 0, words.data(), words.size() * sizeof(uint32_t));
-    const std::string why = vk::coop_layout_mismatch(words);
-    if (why.empty()) return;
-    coop_gemv_ = false;
-    coop_detail_ = "4-bit GEMV on FMAs: " + why;
 }
 
 std::string VulkanBackend::description() const {
     std::string s = fmt::format(
-        "vulkan ({}; subgroups of {}{}; GEMV batches of {} weights; int4 GEMV on {}; {}; {} uploads; budget "
+        "vulkan ({}; subgroups of {}{}; GEMV batches of {} weights; int4 GEMV on {}; {} uploads; budget "
         "{:.2f} GB: dense weights {:.1f} MB resident",
         vk::device_summary(ctx_->info), ctx_->subgroup_size, ctx_->subgroup_arithmetic ? " with add" : "",
-        ctx_->weight_slots, ctx_->int_dot ? "integer dot products" : "f32 FMAs", coop_detail_,
+        ctx_->weight_slots, ctx_->int_dot ? "integer dot products" : "f32 FMAs",
         ctx_->unified() ? "in-place" : "staged", budget_ / kBytesPerGB, dense_bytes_ / kBytesPerMB);
     if (dense_on_host_ > 0)
         s += fmt::format(", {:.1f} MB left on the host (their ops fall back)", dense_on_host_ / kBytesPerMB);

@@ -80,10 +80,6 @@ public:
     void matmul_device(const vk::DeviceWeight& w, const vk::BufferPtr& x, int64_t n, const vk::BufferPtr& y);
     // Decode GEMV jobs in few dispatches (gemv.cpp).
     void gemv(const vk::GemvJobs& jobs);
-    // gemv on the tensor cores (gemv_coop.comp), where coop_fits says it runs.
-    void gemv_coop(const vk::GemvJobs& jobs);
-    // Whether gemv_coop runs on this device (coop_matrix.h), and which GEMV runs the 4-bit formats and why.
-    bool coop_gemv() const { return coop_gemv_; }
     // Runs shader `name` (specialized by spec) on buffers with push constants `push`.
     template <typename Push>
     void run(std::string_view name, std::initializer_list<uint32_t> spec,
@@ -112,8 +108,6 @@ private:
     // Writes host bytes to the start of b in stream order: small tables from push constants (write_words),
     // the rest through the stream's upload.
     void buffer_write(const vk::BufferPtr& b, const void* src, uint64_t bytes);
-    // Runs coop_probe.comp: gemv_coop stays off where the device lays cooperative matrices out otherwise.
-    void coop_layout_probe();
     void fault_check(OpKind op) const;  // throws coli::Error when COLI_VULKAN_FAIL_OP names op
     void check_owner(const Tensor& t, const char* what) const;
     static const vk::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
@@ -141,8 +135,6 @@ private:
     uint64_t dense_on_host_ = 0;            // dense weights left on the host (over budget or too large)
     std::unique_ptr<vk::ExpertTier> tier_;  // made at the first moe_experts, with what dense left
     std::array<bool, static_cast<size_t>(OpKind::count_)> fail_{};  // ops with an injected fault
-    bool coop_gemv_ = false;   // the 4-bit GEMV runs on cooperative matrices (gemv_coop)
-    std::string coop_detail_;  // which 4-bit GEMV runs, and why
 };
 
 // The device buffer behind a tensor of the Vulkan backend.
