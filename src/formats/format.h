@@ -40,6 +40,7 @@ struct WeightView {
     int64_t cols = 0;              // input features (the reduction dimension)
     const void* data = nullptr;    // codes
     const void* scales = nullptr;  // per-format scales, nullptr for f32/bf16/f16
+    bool nan_free = false;         // fp8: checked to hold no NaN code, so the CPU matmul skips its NaN fix
 
     size_t data_bytes() const;   // bytes of data for this format and shape
     size_t scale_bytes() const;  // bytes of scales (0 for unscaled formats)
@@ -63,6 +64,10 @@ void format_check_shape(Format f, int64_t rows, int64_t cols);
 // for int8/int4, OCP MX rules for mxfp4 (shared exponent from the block absmax), absmax/448 per 128x128
 // block for fp8. NaN/inf inputs follow each format's rules (documented in format.cpp).
 EncodedWeight weight_encode(Format f, const float* w, int64_t rows, int64_t cols);
+
+// Whether none of the n fp8 e4m3 codes is a NaN code (0x7f, 0xff): what WeightView::nan_free records. The
+// loader checks resident weights once; views made per call (the cached experts) leave it false.
+bool fp8_codes_nan_free(const uint8_t* codes, size_t n);
 
 // Decodes row r of w into out[cols] (exact: every code maps to one f32 value).
 void weight_decode_row(const WeightView& w, int64_t r, float* out);

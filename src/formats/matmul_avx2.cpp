@@ -193,8 +193,9 @@ struct Mxfp4Row {
 };
 
 // fp8_e4m3_block: bit manipulation to f32 (kernels.h, kFp8Shift), times the block's scale; with kFolded
-// the 2^120 factor rides in the scale.
-template <bool kFolded>
+// the 2^120 factor rides in the scale; with kNanFix NaN codes become NaN (else they would read as 480:
+// WeightView::nan_free leaves it out).
+template <bool kFolded, bool kNanFix>
 struct Fp8Row {
     static constexpr int64_t kBlock = kFp8Block;
     static constexpr int kBits = 8;  // per element, in data
@@ -214,11 +215,14 @@ struct Fp8Row {
     }
     COLI_AVX2 __m256 widen8(const uint8_t* q) const {
         const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
-        const __m256i nan_abs = _mm256_set1_epi32(kFp8NanAbs);
-        const __m256i nan = _mm256_cmpeq_epi32(_mm256_and_si256(v, nan_abs), nan_abs);
         __m256i bits = _mm256_slli_epi32(v, kFp8Shift);
         bits = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(kFp8KeepBits)));
-        bits = _mm256_xor_si256(bits, _mm256_and_si256(nan, _mm256_set1_epi32(static_cast<int>(kFp8NanFix))));
+        if constexpr (kNanFix) {
+            const __m256i nan_abs = _mm256_set1_epi32(kFp8NanAbs);
+            const __m256i nan = _mm256_cmpeq_epi32(_mm256_and_si256(v, nan_abs), nan_abs);
+            bits = _mm256_xor_si256(bits,
+                                    _mm256_and_si256(nan, _mm256_set1_epi32(static_cast<int>(kFp8NanFix))));
+        }
         __m256 value = _mm256_castsi256_ps(bits);
         if constexpr (!kFolded) value = _mm256_mul_ps(value, _mm256_set1_ps(kFp8Rescale));
         return _mm256_mul_ps(value, scale);
@@ -332,9 +336,14 @@ void rows_avx2(const WeightView& w, const float* x, int nt, float* y, int64_t ld
             return rows_tokens<Int4Row>(w, x, nt, y, ldy, r0, r1);
         case Format::mxfp4:
             return rows_tokens<Mxfp4Row>(w, x, nt, y, ldy, r0, r1);
-        case Format::fp8_e4m3_block:
-            if (fp8_scales_foldable(w, r0, r1)) return rows_tokens<Fp8Row<true>>(w, x, nt, y, ldy, r0, r1);
-            return rows_tokens<Fp8Row<false>>(w, x, nt, y, ldy, r0, r1);
+        case Format::fp8_e4m3_block: {
+            const bool fold = fp8_scales_foldable(w, r0, r1);
+            if (w.nan_free)
+                return fold ? rows_tokens<Fp8Row<true, false>>(w, x, nt, y, ldy, r0, r1)
+                            : rows_tokens<Fp8Row<false, false>>(w, x, nt, y, ldy, r0, r1);
+            return fold ? rows_tokens<Fp8Row<true, true>>(w, x, nt, y, ldy, r0, r1)
+                        : rows_tokens<Fp8Row<false, true>>(w, x, nt, y, ldy, r0, r1);
+        }
     }
 }
 

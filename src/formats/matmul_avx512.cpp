@@ -156,8 +156,9 @@ struct Mxfp4Row {
 };
 
 // fp8_e4m3_block: bit manipulation to f32 (kernels.h, kFp8Shift), times the block's scale; with kFolded
-// the 2^120 factor rides in the scale.
-template <bool kFolded>
+// the 2^120 factor rides in the scale; with kNanFix NaN codes become NaN (else they would read as 480:
+// WeightView::nan_free leaves it out).
+template <bool kFolded, bool kNanFix>
 struct Fp8Row {
     static constexpr int64_t kBlock = kFp8Block;
     static constexpr int kBits = 8;  // per element, in data
@@ -177,11 +178,13 @@ struct Fp8Row {
     }
     COLI_AVX512 __m512 load(int64_t c) const {
         const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c));
-        const __mmask16 nan =
-            _mm_cmpeq_epi8_mask(_mm_and_si128(bytes, _mm_set1_epi8(kFp8NanAbs)), _mm_set1_epi8(kFp8NanAbs));
         __m512i bits = _mm512_slli_epi32(_mm512_cvtepi8_epi32(bytes), kFp8Shift);
         bits = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(kFp8KeepBits)));
-        bits = _mm512_mask_xor_epi32(bits, nan, bits, _mm512_set1_epi32(static_cast<int>(kFp8NanFix)));
+        if constexpr (kNanFix) {
+            const __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_and_si128(bytes, _mm_set1_epi8(kFp8NanAbs)),
+                                                      _mm_set1_epi8(kFp8NanAbs));
+            bits = _mm512_mask_xor_epi32(bits, nan, bits, _mm512_set1_epi32(static_cast<int>(kFp8NanFix)));
+        }
         __m512 value = _mm512_castsi512_ps(bits);
         if constexpr (!kFolded) value = _mm512_mul_ps(value, _mm512_set1_ps(kFp8Rescale));
         return _mm512_mul_ps(value, scale);
@@ -285,9 +288,14 @@ void rows_avx512(const WeightView& w, const float* x, int nt, float* y, int64_t 
             return rows_tokens<Int4Row>(w, x, nt, y, ldy, r0, r1);
         case Format::mxfp4:
             return rows_tokens<Mxfp4Row>(w, x, nt, y, ldy, r0, r1);
-        case Format::fp8_e4m3_block:
-            if (fp8_scales_foldable(w, r0, r1)) return rows_tokens<Fp8Row<true>>(w, x, nt, y, ldy, r0, r1);
-            return rows_tokens<Fp8Row<false>>(w, x, nt, y, ldy, r0, r1);
+        case Format::fp8_e4m3_block: {
+            const bool fold = fp8_scales_foldable(w, r0, r1);
+            if (w.nan_free)
+                return fold ? rows_tokens<Fp8Row<true, false>>(w, x, nt, y, ldy, r0, r1)
+                            : rows_tokens<Fp8Row<false, false>>(w, x, nt, y, ldy, r0, r1);
+            return fold ? rows_tokens<Fp8Row<true, true>>(w, x, nt, y, ldy, r0, r1)
+                        : rows_tokens<Fp8Row<false, true>>(w, x, nt, y, ldy, r0, r1);
+        }
     }
 }
 

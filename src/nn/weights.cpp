@@ -129,6 +129,9 @@ Weight WeightLoader::matrix(const std::string& name) {
     const TensorInfo* scale = t.dtype == DType::f8_e4m3 ? ckpt_.find(scale_name_of(name)) : nullptr;
     const std::span<const uint8_t> codes = stored(t);
     Weight w = weight_view_of(t, codes, scale, scale ? stored(*scale) : std::span<const uint8_t>{});
+    // Checked once here, so that the CPU matmul of a resident fp8 weight skips its NaN fix.
+    if (w.host.format == Format::fp8_e4m3_block)
+        w.host.nan_free = fp8_codes_nan_free(codes.data(), codes.size());
     if (dense_bits_ != 0) {
         const Format target = dense_bits_ == 8 ? Format::int8_row : Format::int4_g64;
         const bool fits = target != Format::int4_g64 || w.cols() % kInt4Group == 0;

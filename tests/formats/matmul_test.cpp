@@ -190,7 +190,8 @@ TEST(MatmulBitIdentical, Avx512) {
 }
 
 // fp8 with hand-made codes (all 256, NaN included) and scales: small ones, ones large enough that the
-// kernels cannot fold 2^120 into them (>= 2^8), zero and inf; every path agrees, NaN where the ref has NaN.
+// kernels cannot fold 2^120 into them (>= 2^8), zero and inf; every path agrees, NaN where the ref has NaN;
+// without NaN codes also with the NaN fix left out (WeightView::nan_free).
 TEST(Matmul, Fp8AllCodesAndExtremeScales) {
     SimdGuard guard;
     ThreadPool pool(2);
@@ -201,28 +202,52 @@ TEST(Matmul, Fp8AllCodesAndExtremeScales) {
         if (!with_nan)
             for (auto& c : codes)
                 if ((c & 0x7f) == 0x7f) c = 0x7e;
-        for (const float big : {0.5f, 300.0f, 1e30f}) {
-            std::vector<float> scales = {0.001f, big, 2.5f, 0.0f, 1.0f, std::ldexp(1.0f, -140),
-                                         7.0f,   big, 0.25f};
-            const WeightView v{Format::fp8_e4m3_block, rows, cols, codes.data(), scales.data()};
-            const auto x = random_activations(3, cols, 41);
-            std::vector<float> ref(3 * rows);
-            matmul_ref(v, x.data(), 3, ref.data());
-            for (const Simd level : {Simd::scalar, Simd::avx2, Simd::avx512}) {
-                if (level > simd_detected()) continue;
-                simd_set(level);
-                std::vector<float> y(3 * rows);
-                matmul(v, x.data(), 3, y.data(), pool);
-                for (size_t i = 0; i < y.size(); ++i) {
-                    ASSERT_EQ(std::isnan(y[i]), std::isnan(ref[i]))
-                        << simd_name(level) << " big=" << big << " " << i;
-                    if (!std::isnan(ref[i])) {
-                        ASSERT_EQ(bits_of(y[i]), bits_of(ref[i]))
+        // Without NaN codes the check lets the kernels skip their NaN fix: the same bits either way.
+        const bool nan_free = fp8_codes_nan_free(codes.data(), codes.size());
+        ASSERT_EQ(nan_free, !with_nan);
+        for (const float big : {0.5f, 300.0f, 1e30f})
+            for (const bool skip_fix : {false, true}) {
+                if (skip_fix && !nan_free) continue;
+                std::vector<float> scales = {0.001f, big, 2.5f, 0.0f, 1.0f, std::ldexp(1.0f, -140),
+                                             7.0f,   big, 0.25f};
+                WeightView v{Format::fp8_e4m3_block, rows, cols, codes.data(), scales.data()};
+                v.nan_free = skip_fix;
+                const auto x = random_activations(3, cols, 41);
+                std::vector<float> ref(3 * rows);
+                matmul_ref(v, x.data(), 3, ref.data());
+                for (const Simd level : {Simd::scalar, Simd::avx2, Simd::avx512}) {
+                    if (level > simd_detected()) continue;
+                    simd_set(level);
+                    std::vector<float> y(3 * rows);
+                    matmul(v, x.data(), 3, y.data(), pool);
+                    for (size_t i = 0; i < y.size(); ++i) {
+                        ASSERT_EQ(std::isnan(y[i]), std::isnan(ref[i]))
                             << simd_name(level) << " big=" << big << " " << i;
+                        if (!std::isnan(ref[i])) {
+                            ASSERT_EQ(bits_of(y[i]), bits_of(ref[i]))
+                                << simd_name(level) << " big=" << big << " " << i;
+                        }
                     }
                 }
             }
-        }
+    }
+}
+
+// fp8_codes_nan_free against the scalar conversion: each byte value alone at every position of buffers of
+// several lengths (the vector loop's body and tail), among codes that are not NaN.
+TEST(Fp8NanFree, FindsEveryNanCodeAndOnlyThose) {
+    for (const size_t n : {1, 15, 16, 17, 64, 100}) {
+        std::vector<uint8_t> codes(n);
+        for (size_t i = 0; i < n; ++i) codes[i] = static_cast<uint8_t>((i * 37) % 127);  // 0x00 .. 0x7e
+        ASSERT_TRUE(fp8_codes_nan_free(codes.data(), n));
+        for (int b = 0; b < 256; ++b)
+            for (size_t at = 0; at < n; ++at) {
+                std::vector<uint8_t> c = codes;
+                c[at] = static_cast<uint8_t>(b);
+                const bool nan = std::isnan(fp8_e4m3_to_f32(static_cast<uint8_t>(b)));
+                ASSERT_EQ(fp8_codes_nan_free(c.data(), n), !nan)
+                    << "byte " << b << " at " << at << " of " << n;
+            }
     }
 }
 
