@@ -98,8 +98,8 @@ void matmul_bench(const BenchArgs& a, ThreadPool& pool) {
         const int64_t rows =
             int64_t((target / row_bytes + kMatmulRowMultiple - 1) / kMatmulRowMultiple) * kMatmulRowMultiple;
         const EncodedWeight w = random_weight(f, rows, kMatmulCols, kBenchSeed, pool);
-        // fp8: a resident weight as the loader marks it (no NaN code: the kernel skips its NaN fix), then as
-        // a cached expert's view, made per call and unchecked.
+        // fp8: as the loader and the expert store mark a weight without NaN codes (the kernel leaves out its
+        // NaN fix), then unmarked, as a weight that holds some runs.
         std::vector<std::pair<std::string, WeightView>> views = {{std::string(format_name(f)), w.view()}};
         if (f == Format::fp8_e4m3_block) {
             views.front().second.nan_free = fp8_codes_nan_free(w.data.data(), w.data.size());

@@ -44,6 +44,7 @@ ExpertWeights swiglu_expert_weights(const ExpertHandle& e) {
         const bool scaled = i + 1 < e.part_count() && e.part_info(i + 1).name == scales_name_of(t.name);
         weights.push_back(scaled ? weight_view_of(t, e.part(i), &e.part_info(i + 1), e.part(i + 1))
                                  : weight_view_of(t, e.part(i)));
+        weights.back().host.nan_free = e.part_nan_free(i);  // fp8: the CPU matmul leaves out its NaN fix
         if (scaled) ++i;
     }
     check(weights.size() == 3,

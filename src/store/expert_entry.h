@@ -22,6 +22,7 @@ struct ExpertHandle::Entry {
     std::shared_ptr<const ExpertIndex> index;
     const ExpertLocation* loc = nullptr;
     std::vector<ReadBuffer> buffers;  // one per loc->reads; each filled by one I/O job
+    std::vector<uint8_t> nan_free;    // per part: an F8_E4M3 part holds no NaN code (set by its read's job)
 
     // Guarded by the store's mutex.
     State state = State::loading;

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "formats/format.h"
 #include "io/file.h"
 #include "store/buffer_pool.h"
 #include "store/expert_cache.h"
@@ -167,6 +168,7 @@ std::shared_ptr<Entry> ExpertStore::Impl::new_entry(int layer, int expert) {
     e->index = index;
     e->loc = &index->at(layer, expert);
     e->buffers.resize(e->loc->reads.size());
+    e->nan_free.assign(e->loc->parts.size(), 0);
     e->reads_pending = static_cast<int>(e->loc->reads.size());
     e->pinned = hot[index->key(layer, expert)] != 0;
     return e;
@@ -193,6 +195,21 @@ void ExpertStore::Impl::submit(std::vector<PendingRead>& reads) {
     reads.clear();
 }
 
+namespace {
+
+// Marks the F8_E4M3 parts that read `read` brought in and that hold no NaN code, while their bytes are in
+// cache: the CPU matmul then leaves out its NaN fix (ExpertHandle::part_nan_free).
+void parts_nan_check(ExpertHandle::Entry& e, uint32_t read, const ReadBuffer& buf) {
+    for (size_t p = 0; p < e.loc->parts.size(); ++p) {
+        const PartRef& part = e.loc->parts[p];
+        if (part.read == read && part.info->dtype == DType::f8_e4m3)
+            e.nan_free[p] =
+                fp8_codes_nan_free(buf.data() + part.offset, static_cast<size_t>(part.info->nbytes));
+    }
+}
+
+}  // namespace
+
 void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     const ReadRange& range = e->loc->reads[i];
     const ReadFile& file = *files[range.file];
@@ -200,6 +217,7 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     std::string error;
     try {
         buf = ReadBuffer::read(file, range, pool);
+        parts_nan_check(*e, i, buf);
     } catch (const std::exception& ex) {
         error = ex.what();
     }
@@ -471,6 +489,11 @@ std::span<const uint8_t> ExpertHandle::part(size_t i) const {
     check(i < part_count(), "expert store: part {} of an expert with {} parts", i, part_count());
     const PartRef& p = entry_->loc->parts[i];
     return {entry_->buffers[p.read].data() + p.offset, static_cast<size_t>(p.info->nbytes)};
+}
+
+bool ExpertHandle::part_nan_free(size_t i) const {
+    check(i < part_count(), "expert store: part {} of an expert with {} parts", i, part_count());
+    return entry_->nan_free[i] != 0;
 }
 
 const TensorInfo& ExpertHandle::part_info(size_t i) const {

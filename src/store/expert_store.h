@@ -69,6 +69,7 @@ public:
     size_t part_count() const;
     std::span<const uint8_t> part(size_t i) const;  // bytes of tensor i (ExpertLayout order)
     const TensorInfo& part_info(size_t i) const;    // its dtype and shape
+    bool part_nan_free(size_t i) const;             // an F8_E4M3 part holds no NaN code (checked as read)
 
     struct Entry;  // store-private
     explicit ExpertHandle(std::shared_ptr<Entry> e) : entry_(std::move(e)) {}
