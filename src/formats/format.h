@@ -66,7 +66,7 @@ void format_check_shape(Format f, int64_t rows, int64_t cols);
 EncodedWeight weight_encode(Format f, const float* w, int64_t rows, int64_t cols);
 
 // Whether none of the n fp8 e4m3 codes is a NaN code (0x7f, 0xff): what WeightView::nan_free records. The
-// loader checks resident weights once; views made per call (the cached experts) leave it false.
+// loader checks resident weights once, the expert store each part as its read lands.
 bool fp8_codes_nan_free(const uint8_t* codes, size_t n);
 
 // Decodes row r of w into out[cols] (exact: every code maps to one f32 value).
