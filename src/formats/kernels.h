@@ -93,6 +93,20 @@ inline bool fp8_scales_foldable(const WeightView& w, int64_t r0, int64_t r1) {
     return true;
 }
 
+// Calls run.template operator()<Row<kFolded, kNanFix>>() with the fp8 row decoder that rows [r0, r1) of w
+// need: the 2^120 factor folded into the scales where every one allows it (fp8_scales_foldable), the NaN
+// fix unless the codes were checked (WeightView::nan_free). Row is a SIMD file's Fp8Row.
+template <template <bool, bool> class Row, class Run>
+void fp8_rows_dispatch(const WeightView& w, int64_t r0, int64_t r1, Run&& run) {
+    const bool fold = fp8_scales_foldable(w, r0, r1);
+    if (w.nan_free) {
+        if (fold) return run.template operator()<Row<true, false>>();
+        return run.template operator()<Row<false, false>>();
+    }
+    if (fold) return run.template operator()<Row<true, true>>();
+    return run.template operator()<Row<false, true>>();
+}
+
 // Permuted lanes (the SIMD kernels of the 4-bit formats). Spreading 16 packed nibbles over 16 dword lanes in
 // element order takes several shuffles, and shuffles are the bottleneck there. Broadcasting the 8 bytes to
 // every qword and shifting each dword lane by its own amount takes none, but puts element kNibblePerm[j] of

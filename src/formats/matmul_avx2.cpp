@@ -336,14 +336,9 @@ void rows_avx2(const WeightView& w, const float* x, int nt, float* y, int64_t ld
             return rows_tokens<Int4Row>(w, x, nt, y, ldy, r0, r1);
         case Format::mxfp4:
             return rows_tokens<Mxfp4Row>(w, x, nt, y, ldy, r0, r1);
-        case Format::fp8_e4m3_block: {
-            const bool fold = fp8_scales_foldable(w, r0, r1);
-            if (w.nan_free)
-                return fold ? rows_tokens<Fp8Row<true, false>>(w, x, nt, y, ldy, r0, r1)
-                            : rows_tokens<Fp8Row<false, false>>(w, x, nt, y, ldy, r0, r1);
-            return fold ? rows_tokens<Fp8Row<true, true>>(w, x, nt, y, ldy, r0, r1)
-                        : rows_tokens<Fp8Row<false, true>>(w, x, nt, y, ldy, r0, r1);
-        }
+        case Format::fp8_e4m3_block:
+            return fp8_rows_dispatch<Fp8Row>(
+                w, r0, r1, [&]<class Row>() { rows_tokens<Row>(w, x, nt, y, ldy, r0, r1); });
     }
 }
 
