@@ -1,5 +1,5 @@
 // Weight-streaming speed of matmul per format, beside memcpy of the same byte count on the same threads
-// (DESIGN.md: a speed is reported beside its bound, measured in the same run).
+// (docs/design.md: a speed is reported beside its bound, measured in the same run).
 //
 //   coli_microbench --benchmark_filter='Decode|Memcpy|Read' --benchmark_repetitions=5
 //                   --benchmark_report_aggregates_only=true

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate tiny random-weight DeepSeek-V3 checkpoints plus reference outputs (oracles).
 
-The reference is transformers' ``DeepseekV3ForCausalLM`` on CPU in fp32 with eager attention (spec
-section 2 and recipe 11). Each variant goes to ``OUTDIR/<variant>/``: what ``save_pretrained`` writes
+The reference is transformers' ``DeepseekV3ForCausalLM`` on CPU in fp32 with eager attention
+(docs/models.md 2 and 11). Each variant goes to ``OUTDIR/<variant>/``: what ``save_pretrained`` writes
 (config.json, generation_config.json, model.safetensors with per-expert tensor names) and
 ``oracle.safetensors`` in the layout of tools/make_olmoe_oracles.py:
 
@@ -19,9 +19,10 @@ top-4, 1 shared expert, first layer dense, yarn factor 40 on an original context
                      indexer heads of 32, half-split indexer rope
   glm_moe_dsa        GlmMoeDsaForCausalLM: 4 layers, indexer_types full/full/shared/full (GLM-5.2 IndexShare),
                      interleaved indexer rope, default rope theta 1e6, no group routing
-  deepseek_v3_fp8    as deepseek_v3, stored as the hub's block-FP8 checkpoints are (spec 9.4): every projection
-                     weight F8_E4M3 with a `<name>_scale_inv` F32 scale per 128 x 128 block (scale = block
-                     max / 448), quantization_config fp8; embeddings, norms, router and lm_head as they were.
+  deepseek_v3_fp8    as deepseek_v3, stored as the hub's block-FP8 checkpoints are (docs/models.md 9.4):
+                     every projection weight F8_E4M3 with a `<name>_scale_inv` F32 scale per 128 x 128
+                     block (scale = block max / 448), quantization_config fp8; embeddings, norms, router and
+                     lm_head as they were.
                      The oracle is the model whose projection weights are the dequantized fp8 * scale values.
 
 Every zero-initialised buffer (the router's e_score_correction_bias) and every norm weight is randomized, so

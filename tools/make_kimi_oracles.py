@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
 """Generate tiny random-weight Kimi Linear and Kimi K3 checkpoints plus reference outputs (oracles).
 
-kimi_linear: transformers' ``KimiLinearForCausalLM`` (spec section 5, recipe 11) on CPU in fp32 with eager
+kimi_linear: transformers' ``KimiLinearForCausalLM`` (docs/models.md 5 and 11) on CPU in fp32 with eager
 attention; what ``save_pretrained`` writes, plus oracle.safetensors.
 
-kimi_k3: there is no transformers class (spec 7.2). The model is assembled from transformers' own modules
-where they exist and written from the spec's equations where they do not:
+kimi_k3: there is no transformers class (docs/models.md 7.2). The model is assembled from transformers'
+own modules where they exist and written from the equations of docs/models.md 7.1 where they do not:
   KDA layers      ``Glm5NextTextLinearAttention`` (the lower-bounded "safe" gate, linear_lower_bound -5),
                   its low-rank output gate replaced by K3's full-rank one (g_a_proj = Identity,
                   g_b_proj = W_g);
   MLA layers      ``KimiLinearAttention`` (NoPE, q LoRA) with K3's output gate sigmoid(W_g x) applied
                   before o_proj;
-  LatentMoE, SiTU, AttnRes (block attention residuals), the dense first layer: spec 7.1, below.
+  LatentMoE, SiTU, AttnRes (block attention residuals), the dense first layer: docs/models.md 7.1, below.
 The checkpoint is written in the real K3 layout: config.json with model_type kimi_k3 and the text model in
 text_config, every text tensor under ``language_model.``, conv weights / A_log (zero-padded past the heads) /
 dt_bias / o_norm / the router bias in F32, other dense weights BF16, routed experts in compressed-tensors
-MXFP4 (``weight_packed`` U8 [out, in/2], ``weight_scale`` U8 e8m0 [out, in/32], spec 9.3). The oracle runs
-on exactly those values: BF16 weights rounded, experts decoded from their codes.
+MXFP4 (``weight_packed`` U8 [out, in/2], ``weight_scale`` U8 e8m0 [out, in/32], docs/models.md 9.3). The
+oracle runs on exactly those values: BF16 weights rounded, experts decoded from their codes.
 
 Both prompts are longer than one KDA prefill chunk (64) and the K3 model has several AttnRes blocks (block
 size 2 over 6 layers). oracle.safetensors holds input_ids [T], logits [T, vocab] and greedy [N] (repeated
@@ -56,8 +56,9 @@ LINEAR = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_interm
                                   "num_heads": 4, "short_conv_kernel_size": 4},
               pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
 
-# Kimi K3 at a tiny size: every dimension of spec 7 scaled down, the structure kept (q LoRA, NoPE MLA with
-# output gate, full-rank KDA gate, latent experts at half the width, two shared experts, a dense layer 0).
+# Kimi K3 at a tiny size: every dimension of docs/models.md 7 scaled down, the structure kept (q LoRA, NoPE
+# MLA with output gate, full-rank KDA gate, latent experts at half the width, two shared experts, a dense
+# layer 0).
 K3 = dict(hidden_size=128, num_hidden_layers=6, vocab_size=VOCAB, num_attention_heads=4, q_lora_rank=32,
           kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, mla_use_nope=True,
           mla_use_output_gate=True, num_experts=8, num_experts_per_token=2, moe_intermediate_size=64,
@@ -176,7 +177,7 @@ class GatedOutput(nn.Module):
 
 
 class K3Model(nn.Module):
-    """Kimi K3's text model (spec 7.1) on transformers' KDA and MLA modules."""
+    """Kimi K3's text model (docs/models.md 7.1) on transformers' KDA and MLA modules."""
 
     def __init__(self, c, gen):
         super().__init__()
@@ -302,7 +303,7 @@ def k3_is_f32(name):
 
 
 def k3_tensors(m):
-    """The checkpoint of K3Model m under the real K3 names, dtypes and layouts (spec 7)."""
+    """The checkpoint of K3Model m under the real K3 names, dtypes and layouts (docs/models.md 7)."""
     c, pre, t = m.c, "language_model.model.", {}
 
     def put(name, value, f32=False):

@@ -48,7 +48,7 @@ COLI_HOST_DEVICE inline float glu(GluKind kind, float beta, float linear_beta, f
 // kernels).
 inline constexpr float kKdaL2NormEps = 1e-6f;
 
-// KDA's per-channel log-decay from z = W_fb W_fa x + dt_bias and the head's A_log (spec 5.1):
+// KDA's per-channel log-decay from z = W_fb W_fa x + dt_bias and the head's A_log (docs/models.md 5.1):
 // -exp(A) softplus(z) (Kimi Linear), or bound sigmoid(exp(A) z) when a lower bound < 0 is set (K3).
 COLI_HOST_DEVICE inline float kda_log_decay(float z, float a_log, float lower_bound) {
     const float a = expf(a_log);

@@ -1,4 +1,4 @@
-// The op contract (DESIGN.md): a backend runs ops and owns the memory they read and write. A backend
+// The op contract (docs/design.md): a backend runs ops and owns the memory they read and write. A backend
 // knows ops, never models. Model code calls ops through Ops (ops.h), which asks supports() first and
 // falls back to the CPU, counted, when the answer is no.
 #pragma once
@@ -82,9 +82,9 @@ void rope_args_check(const Tensor& x, const RopeParams& p);
 // The inverse frequencies every backend rotates with, in f32 as transformers computes them:
 // theta^(-2i/rotary_dim), or YaRN's blend of interpolated and extrapolated frequencies.   [rotary_dim / 2]
 std::vector<float> rope_inv_freq(const RopeParams& p);
-// Sigmoid routing (spec 2.4) of n tokens from their logits [n, n_experts] on the host and the selection
-// bias (a [1, n_experts] weight): k expert ids and weights per token. Shared by every backend (the routing
-// result lives on the host).
+// Sigmoid routing (docs/models.md 2.4) of n tokens from their logits [n, n_experts] on the host and the
+// selection bias (a [1, n_experts] weight): k expert ids and weights per token. Shared by every backend (the
+// routing result lives on the host).
 Routing route_sigmoid_host(int64_t n, int64_t n_experts, std::span<const float> logits, const Weight& bias,
                            const SigmoidRouting& p);
 
@@ -135,9 +135,9 @@ public:
                              Tensor& y) = 0;
     // out = columns [c0, c0 + out.cols) of x.                               x: [n, *]; out: [n, width]
     virtual void slice_cols(const Tensor& x, int64_t c0, Tensor& out) = 0;
-    // Multi-head latent attention, absorbed form (spec 2.2). Writes latent and k_pe into rows [pos0, pos0 +
-    // n) of the cache (k: latents, v: rope keys), then for query i and head h, over cache rows s <= pos0 + i
-    // (only those listed in row i of selection when it is given: DSA):
+    // Multi-head latent attention, absorbed form (docs/models.md 2.2). Writes latent and k_pe into rows
+    // [pos0, pos0 + n) of the cache (k: latents, v: rope keys), then for query i and head h, over cache rows
+    // s <= pos0 + i (only those listed in row i of selection when it is given: DSA):
     //   score(s) = scale (q_nope_h W_UK[h] . latent(s) + q_pe_h . k_pe(s)),  o_h = W_UV[h] sum_s p(s)
     //   latent(s)
     // with W_UK[h], W_UV[h] the rows [h (dn + dv), + dn) and [h (dn + dv) + dn, + dv) of w_kvb.
@@ -151,20 +151,21 @@ public:
     virtual Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) = 0;
     // out = (x - mean) / sqrt(var + eps) * w + b per row, in f32.          x, out: [n, d]; w, b: [1, d]
     virtual void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) = 0;
-    // DSA lightning indexer (spec 3): writes k into rows [pos0, pos0 + n) of cache, then for query i scores
-    // every key s <= pos0 + i as I(s) = weight_scale sum_h weights[i][h] relu(scale q_h(i) . cache(s)) and
-    // writes the top_k positions (dsa_topk_row) into row i of out.
+    // DSA lightning indexer (docs/models.md 3): writes k into rows [pos0, pos0 + n) of cache, then for
+    // query i scores every key s <= pos0 + i as
+    // I(s) = weight_scale sum_h weights[i][h] relu(scale q_h(i) . cache(s))
+    // and writes the top_k positions (dsa_topk_row) into row i of out.
     //   q: [n, n_heads head_dim]; weights: [n, n_heads]; k: [n, head_dim]; cache: [max_ctx, head_dim];
     //   out: [n, top_k]
     virtual void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
                             const DsaShape& s, int64_t pos0, Tensor& out) = 0;
-    // Causal depthwise convolution over time, then SiLU (KDA's short convolution, spec 5.1): channel c of
-    // row t is silu(sum_j w[c][j] x[t - K + 1 + j][c]), rows before the first taken from state, which holds
-    // the K - 1 inputs before x (oldest first) and is advanced to the last K - 1 inputs.
+    // Causal depthwise convolution over time, then SiLU (KDA's short convolution, docs/models.md 5.1):
+    // channel c of row t is silu(sum_j w[c][j] x[t - K + 1 + j][c]), rows before the first taken from state,
+    // which holds the K - 1 inputs before x (oldest first) and is advanced to the last K - 1 inputs.
     //   x, out: [n, C]; w: [C, K] f32; state: [K - 1, C]
     virtual void short_conv(const Tensor& x, const Weight& w, Tensor& state, Tensor& out) = 0;
-    // Kimi delta attention (spec 5.1), as token by token from state S (per head [dk, dv], f32; a prefill
-    // may go by chunks of tokens, the same up to rounding, leaving the same state): with
+    // Kimi delta attention (docs/models.md 5.1), as token by token from state S (per head [dk, dv], f32; a
+    // prefill may go by chunks of tokens, the same up to rounding, leaving the same state): with
     // q = l2norm(q_h) / sqrt(dk), k = l2norm(k_h), alpha = exp(kda_log_decay(g_h + dt_bias_h, A_log[h])),
     // b = sigmoid(beta[h]):  S = Diag(alpha) S;  S += k (b (v - S^T k))^T;  out_h = S^T q.
     //   q, k, v, g, out: [n, H d]; beta: [n, H]; a_log: [1, H]; dt_bias: [1, H d]; state: [H d, d]
@@ -173,7 +174,7 @@ public:
                      Tensor& out) = 0;
     // out = a * sigmoid(b), elementwise (output gates).                    all [n, d]
     virtual void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) = 0;
-    // Attention residuals (Kimi K3, spec 7.1): per token t, score_e = sum_d entries[e][t][d] /
+    // Attention residuals (Kimi K3, docs/models.md 7.1): per token t, score_e = sum_d entries[e][t][d] /
     // rms(entries[e][t]) w[d] with rms(v) = sqrt(mean(v^2) + eps), then out[t] = sum_e softmax(score)_e
     // entries[e][t].
     //   entries: m tensors [n, d]; w: [1, d] (the norm gain times the projection); out: [n, d]

@@ -97,7 +97,7 @@ struct AttentionShape {
 
 enum class RopeStyle : uint8_t { neox, interleaved };
 
-// YaRN context extension (spec section 2.3): the inverse frequencies blend interpolation and extrapolation.
+// YaRN context extension (docs/models.md 2.3): the inverse frequencies blend interpolation and extrapolation.
 struct RopeYarn {
     float factor = 0;        // context scale; 0: plain RoPE
     float original_ctx = 0;  // original_max_position_embeddings
@@ -126,7 +126,7 @@ struct MlaShape {
     float scale = 0;      // softmax scale
 };
 
-// DSA lightning indexer sizes (spec section 3).
+// DSA lightning indexer sizes (docs/models.md 3).
 struct DsaShape {
     int n_heads = 0;         // indexer heads
     int head_dim = 0;        // indexer query/key width
@@ -135,14 +135,14 @@ struct DsaShape {
     float weight_scale = 0;  // on the per-head weights (n_heads^-0.5)
 };
 
-// Kimi delta attention sizes and its forget-gate form (spec 5.1).
+// Kimi delta attention sizes and its forget-gate form (docs/models.md 5.1).
 struct KdaShape {
     int n_heads = 0;
     int head_dim = 0;            // dk = dv
     float gate_lower_bound = 0;  // 0: g = -exp(A) softplus(z); < 0 (K3): g = bound sigmoid(exp(A) z)
 };
 
-// Sigmoid routing with a selection bias and group-limited choice (DeepSeek-V3 noaux_tc, spec 2.4).
+// Sigmoid routing with a selection bias and group-limited choice (DeepSeek-V3 noaux_tc, docs/models.md 2.4).
 struct SigmoidRouting {
     int k = 0;                // experts per token
     int n_group = 1;          // contiguous expert groups

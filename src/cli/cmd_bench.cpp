@@ -1,4 +1,4 @@
-// `coli bench`: speeds beside their bounds, measured in the same run on the same machine (DESIGN.md,
+// `coli bench`: speeds beside their bounds, measured in the same run on the same machine (docs/design.md,
 // "Performance is measured, as ratios in one run").
 //   matmul:  decode matmul (one token) per weight format, weight GB/s beside memcpy GB/s of a buffer of
 //            the same size (and beside a plain read of it, the tighter bound for a kernel that only reads).

@@ -1,7 +1,7 @@
 // The reference matmul and the definition of the canonical dot product (summary in kernels.h).
 //
 // Why one fixed order: the engine promises that the SIMD level and the thread count never change a
-// result (DESIGN.md, rule 2). Floating-point sums depend on their order, so every path computes each
+// result (docs/design.md, rule 2). Floating-point sums depend on their order, so every path computes each
 // dot product in exactly this order, with the same fused multiply-adds and the same weight values:
 //
 //   lanes[l] = +0 for l in [0, 16)

@@ -9,7 +9,7 @@
 namespace coli {
 namespace {
 
-// YaRN's magnitude correction: 1 for scale <= 1, else 0.1 m ln(scale) + 1 (spec 2.3).
+// YaRN's magnitude correction: 1 for scale <= 1, else 0.1 m ln(scale) + 1 (docs/models.md 2.3).
 double yarn_mscale(double scale, double m) {
     return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
 }
@@ -63,8 +63,8 @@ DeepseekConfig::DeepseekConfig(const nlohmann::json& c) {
     index_from(c);
 }
 
-// DSA (spec 3, 4): present when index_topk is set; the indexer shares the model's RoPE angles, rotating
-// its first rope dims half-split (V3.2) or interleaved (GLM, or indexer_rope_interleave).
+// DSA (docs/models.md 3, 4): present when index_topk is set; the indexer shares the model's RoPE angles,
+// rotating its first rope dims half-split (V3.2) or interleaved (GLM, or indexer_rope_interleave).
 void DeepseekConfig::index_from(const nlohmann::json& c) {
     index_topk = config_get_or<int>(c, "index_topk", 0);
     if (index_topk <= 0) return;

@@ -1,5 +1,5 @@
 // The config.json of the MLA families (deepseek_v3, deepseek_v32, glm_moe_dsa): sizes, RoPE/YaRN, routing,
-// the dense/MoE layer pattern and the DSA indexer layout, checked on load (spec sections 2-4).
+// the dense/MoE layer pattern and the DSA indexer layout, checked on load (docs/models.md 2-4).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// DeepSeek-V3 (deepseek_v3, spec section 2), DeepSeek-V3.2 (deepseek_v32, section 3) and GLM-5.x
-// (glm_moe_dsa, section 4), one code: a pre-norm decoder with multi-head latent attention
+// DeepSeek-V3 (deepseek_v3, docs/models.md 2), DeepSeek-V3.2 (deepseek_v32, 3) and GLM-5.x
+// (glm_moe_dsa, 4), one code: a pre-norm decoder with multi-head latent attention
 // (q and kv LoRA, one rope key shared by all heads, YaRN), the first layers dense, then MoE layers with a
 // sigmoid router (selection bias, group-limited choice, routed scaling) over SwiGLU experts plus shared
 // experts. The cache keeps the compressed latent and the rope key: kv_lora + rope_dim floats per token.

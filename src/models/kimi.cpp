@@ -1,4 +1,4 @@
-// Kimi Linear (kimi_linear, spec section 5) and Kimi K3 (kimi_k3, section 7), one code: a pre-norm decoder
+// Kimi Linear (kimi_linear, docs/models.md 5) and Kimi K3 (kimi_k3, 7), one code: a pre-norm decoder
 // whose layers are Kimi delta attention (KDA: a short causal convolution, then a gated delta rule with a
 // per-channel forget gate on a fixed-size recurrent state) or NoPE multi-head latent attention (absorbed
 // MLA on the compressed latent cache, no rotary embedding); the first layers dense, then MoE layers with a
@@ -192,7 +192,7 @@ private:
             }
             mlp = moe + "shared_experts.";
         } else if (ckpt.find(mlp + "gate_proj.weight") == nullptr) {
-            mlp = moe;  // transformers writes the dense layer-0 MLP under block_sparse_moe (spec 0.1)
+            mlp = moe;  // transformers' layer-0 MLP name: block_sparse_moe (docs/models.md 0.1)
         }
         if (!cfg_.is_moe(l) || cfg_.n_shared > 0) {
             // Named for device expert tiers by an id past the routed experts.
@@ -217,8 +217,8 @@ private:
         return h;
     }
 
-    // Attention residuals (K3, spec 7.1): each sublayer reads a softmax mix of the block snapshots and the
-    // running block sum p; a new block starts every attn_res_block layers with p as its snapshot.
+    // Attention residuals (K3, docs/models.md 7.1): each sublayer reads a softmax mix of the block snapshots
+    // and the running block sum p; a new block starts every attn_res_block layers with p as its snapshot.
     Tensor attn_res_forward(Tensor p, KimiState& s) {
         std::vector<Tensor> entries;  // block snapshots, then p: [n, d_model] each
         const auto mix = [&](const Weight& w) {
@@ -244,7 +244,7 @@ private:
         return cfg_.mla_layer[l] ? mla(layers_[l].mla, x, s.kv[l], s.n_past) : kda(l, x, s);
     }
 
-    // Kimi delta attention (spec 5.1).
+    // Kimi delta attention (docs/models.md 5.1).
     Tensor kda(int l, const Tensor& x, KimiState& s) {
         const KdaWeights& w = layers_[l].kda;
         const int64_t n = x.rows();
@@ -262,7 +262,7 @@ private:
         return ops_.matmul(w.o, ops_.mul_sigmoid(y, gate));
     }
 
-    // NoPE MLA (spec 5.2): the rope dims of q dot the raw shared key, nothing is rotated.
+    // NoPE MLA (docs/models.md 5.2): the rope dims of q dot the raw shared key, nothing is rotated.
     Tensor mla(const MlaWeights& w, const Tensor& x, KvCache& cache, int64_t pos0) {
         Tensor c_q = cfg_.q_lora > 0 ? ops_.rms_norm(ops_.matmul(w.q_a, x), w.q_a_norm, kMlaNormEps) : x;
         Tensor q = ops_.matmul(w.q_b, c_q);  // [n, H (dn + dr)]

@@ -8,7 +8,7 @@
 namespace coli {
 namespace {
 
-// The layer lists of linear_attn_config are 1-indexed (spec 5): the 0-indexed layers they name.
+// The layer lists of linear_attn_config are 1-indexed (docs/models.md 5): the 0-indexed layers they name.
 std::vector<int> layer_list(const nlohmann::json& lin, const char* key, int n_layers) {
     check(lin.contains(key) && lin[key].is_array(), "config.json: linear_attn_config has no list '{}'", key);
     std::vector<int> layers;

@@ -1,6 +1,6 @@
 // The config.json of the Kimi families: kimi_linear (keys at the top level) and kimi_k3 (the text model's
 // keys under text_config, tensors under language_model.). Sizes, the KDA / MLA layer pattern, the MoE and
-// K3's additions (latent experts, SiTU, attention residuals), checked on load (spec sections 5 and 7).
+// K3's additions (latent experts, SiTU, attention residuals), checked on load (docs/models.md 5 and 7).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ struct KimiConfig {
     int64_t max_ctx;              // max_position_embeddings (or model_max_length)
     std::vector<bool> mla_layer;  // per layer: MLA (full attention), else KDA
 
-    // MLA (NoPE: no rotary embedding at all, spec 5.2).
+    // MLA (NoPE: no rotary embedding at all, docs/models.md 5.2).
     int n_heads;           // num_attention_heads
     int q_lora;            // q_lora_rank; 0: q_proj without LoRA
     int kv_lora;           // kv_lora_rank: the cached latent's width
@@ -34,7 +34,7 @@ struct KimiConfig {
     int v_dim;             // v_head_dim
     bool mla_output_gate;  // K3: attn * sigmoid(W_g x) before o_proj
 
-    // KDA (spec 5.1).
+    // KDA (docs/models.md 5.1).
     int kda_heads;           // linear_attn_config.num_heads
     int kda_dim;             // linear_attn_config.head_dim (dk = dv)
     int conv_kernel;         // short_conv_kernel_size

@@ -1,4 +1,4 @@
-// A model family: config -> weights -> forward, written once on ops (DESIGN.md rule 1).
+// A model family: config -> weights -> forward, written once on ops (docs/design.md rule 1).
 #pragma once
 
 #include <cstdint>
@@ -65,7 +65,7 @@ std::vector<std::string> model_families();
 
 // One kind of op call a family's forward makes: the op, the weight formats it can meet and a
 // representative shape. Each family declares these beside its forward; `coli backends` asks every
-// backend about them to compute the family x backend matrix (DESIGN.md rule 1).
+// backend about them to compute the family x backend matrix (docs/design.md rule 1).
 struct OpUse {
     OpKind op;                    // the op
     std::vector<Format> formats;  // weight formats it can meet (stored dtypes, --dense-bits); {f32} if none

@@ -1,4 +1,4 @@
-// OLMoE (OlmoeForCausalLM), spec section 1: pre-norm decoder, QK-norm over the full projection width,
+// OLMoE (OlmoeForCausalLM), docs/models.md 1: pre-norm decoder, QK-norm over the full projection width,
 // neox RoPE, softmax top-k router over SwiGLU experts, no shared expert, no biases.
 #include <cmath>
 #include <memory>

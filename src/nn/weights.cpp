@@ -25,7 +25,7 @@ Format format_of_dtype(const TensorInfo& t) {
 
 namespace {
 
-// compressed-tensors MXFP4 (spec 9.3): codes U8 [out, in/2], e8m0 scales U8 [out, in/32], used in place.
+// compressed-tensors MXFP4 (docs/models.md 9.3): codes U8 [out, in/2], e8m0 scales U8 [out, in/32], in place.
 Weight mxfp4_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale,
                      std::span<const uint8_t> scale_bytes) {
     check(scale != nullptr, "tensor {} is U8 without its MXFP4 e8m0 scales (<w>{})", t.name,

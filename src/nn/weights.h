@@ -18,10 +18,10 @@ namespace coli {
 Format format_of_dtype(const TensorInfo& t);
 
 // A host view of a stored tensor's bytes, in place, as [rows, cols] = shape[0], product(rest). Quantized
-// weights come with their scales tensor:
-//   F8_E4M3 [out, in] + F32 `<name>_scale_inv` [ceil(out/128), ceil(in/128)]  -> fp8_e4m3_block (spec 9.4)
+// weights come with their scales tensor (docs/models.md 9.4, 9.3):
+//   F8_E4M3 [out, in] + F32 `<name>_scale_inv` [ceil(out/128), ceil(in/128)]  -> fp8_e4m3_block
 //   U8 `<w>.weight_packed` [out, in/2] + U8 `<w>.weight_scale` [out, in/32]  -> mxfp4 (compressed-tensors
-//   mxfp4-pack-quantized, spec 9.3: element 2j in the low nibble, e8m0 scale per 32 inputs)
+//   mxfp4-pack-quantized: element 2j in the low nibble, e8m0 scale per 32 inputs)
 // A scales tensor of the wrong dtype or shape is a coli::Error naming it.
 Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale = nullptr,
                       std::span<const uint8_t> scale_bytes = {});

@@ -153,7 +153,7 @@ bool is_neutral(const json& v) {
 }
 
 // Options that would change the answer but are not implemented: asking for one is an error rather than a
-// silent no-op (DESIGN.md rule 3); their "off" values are accepted.
+// silent no-op (docs/design.md rule 3); their "off" values are accepted.
 void unsupported_reject(const json& j, std::initializer_list<const char*> names) {
     for (const char* name : names)
         if (const json* v = field(j, name); v && !is_neutral(*v))

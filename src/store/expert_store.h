@@ -46,7 +46,7 @@ struct StoreStats {
     uint64_t cached_bytes = 0;    // bytes held now (<= budget)
     uint64_t kept_bytes = 0;      // bytes of read buffers kept for reuse now (with those held: <= budget)
     uint64_t pinned_experts = 0;  // experts in the hot set now
-    // Routing statistics (see DESIGN.md: synthetic models lie about caching).
+    // Routing statistics (see docs/design.md: synthetic models lie about caching).
     double distinct_per_layer = 0;  // mean over MoE layers of distinct experts used
     double consecutive_shared = 0;  // mean experts shared by consecutive tokens in a layer
     uint64_t tokens_routed = 0;     // token-layer routings recorded

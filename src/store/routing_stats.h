@@ -1,5 +1,5 @@
 // Routing statistics of a run, printed beside every cache or streaming number because synthetic models
-// lie about caching (see DESIGN.md): distinct experts used per layer, and experts shared by consecutive
+// lie about caching (see docs/design.md): distinct experts used per layer, and experts shared by consecutive
 // tokens in a layer (about k*k/E when routing is uniform, close to k when it is degenerate).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Kimi K3 (moonshotai/Kimi-K3; spec section 7) with random weights, in the released checkpoint's layout:
+// Kimi K3 (moonshotai/Kimi-K3; docs/models.md 7) with random weights, in the released checkpoint's layout:
 // a top-level config.json (model_type kimi_k3) whose text model sits in `text_config`, every text tensor
 // under `language_model.`, KDA layers and gated-MLA layers in K3's 3:1 pattern, LatentMoE layers whose
 // routed experts are compressed-tensors MXFP4 (U8 `weight_packed` + e8m0 `weight_scale`), and, as in the
@@ -21,7 +21,7 @@
 namespace coli {
 namespace {
 
-// K3 text_config values (spec 7).
+// K3 text_config values (docs/models.md 7).
 constexpr int64_t kHidden = 7168;
 constexpr int kLayers = 93;
 constexpr int64_t kVocab = 163840;
@@ -42,14 +42,15 @@ constexpr int kFirstDenseLayers = 1;
 constexpr double kSituBeta = 4.0, kSituLinearBeta = 25.0;
 constexpr int kAttnResBlock = 12;
 constexpr double kRmsEps = 1e-5;
-// The dense layer-0 MLP width: not among the spec's verified values; DeepSeek-V3 / Kimi K2's dense
-// intermediate_size, for a model of the same hidden size.
+// The dense layer-0 MLP width: not among the verified values of docs/models.md 7; DeepSeek-V3 / Kimi K2's
+// dense intermediate_size, for a model of the same hidden size.
 constexpr int64_t kDenseIntermediate = 18432;
 constexpr int64_t kMaxPositions = 1048576;
 // Special tokens, counted from the end of the vocabulary so that they stay inside it at any --scale:
 // [BOS] 163584, <|end_of_msg|> 163586, pad 163839 at the real size.
 constexpr int64_t kBosFromEnd = 256, kEosFromEnd = 254, kPadFromEnd = 1;
-// A_log is stored F32 with room for this many heads, zero past num_heads (spec 7: [128] for 96 heads).
+// A_log is stored F32 with room for this many heads, zero past num_heads (docs/models.md 7: [128] for
+// 96 heads).
 constexpr int64_t kALogStride = 128;
 constexpr int kFullAttnPeriod = 4;  // 0-indexed layer L is MLA when L % 4 == 3, and the last layer is
 
@@ -203,7 +204,7 @@ private:
     std::string prefix_;
 };
 
-// Kimi Delta Attention (spec 5.1, 7): P = heads x head_dim.
+// Kimi Delta Attention (docs/models.md 5.1, 7): P = heads x head_dim.
 void kda_tensors(LayerTensors& t, int64_t d, int64_t heads, int64_t head_dim, int64_t kernel) {
     const int64_t p = heads * head_dim;
     for (const char* x : {"q", "k", "v"}) {
@@ -224,7 +225,7 @@ void kda_tensors(LayerTensors& t, int64_t d, int64_t heads, int64_t head_dim, in
     t.matrix("self_attn.o_proj.weight", d, p, kResidualGain);
 }
 
-// Gated MLA, NoPE (spec 5.2, 7.1).
+// Gated MLA, NoPE (docs/models.md 5.2, 7.1).
 void mla_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d) {
     const int64_t heads = c["num_attention_heads"], q_lora = c["q_lora_rank"], kv_lora = c["kv_lora_rank"];
     const int64_t nope = c["qk_nope_head_dim"], rope = c["qk_rope_head_dim"], v = c["v_head_dim"];
@@ -245,9 +246,9 @@ void mlp_tensors(LayerTensors& t, const std::string& where, int64_t d, int64_t f
     t.matrix(where + "down_proj.weight", d, ff, kResidualGain);
 }
 
-// LatentMoE (spec 7.1): router, latent down/up projections and norm, routed MXFP4 experts in the latent
-// width, shared experts at full width. The experts are listed in id order (which decides the shards) but
-// sorted within their shard by a per-layer permutation.
+// LatentMoE (docs/models.md 7.1): router, latent down/up projections and norm, routed MXFP4 experts in the
+// latent width, shared experts at full width. The experts are listed in id order (which decides the shards)
+// but sorted within their shard by a per-layer permutation.
 void moe_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d) {
     const int experts = c["num_experts"];
     const int64_t ff = c["moe_intermediate_size"], latent = c["routed_expert_hidden_size"];

@@ -1,7 +1,7 @@
-// OLMoE (allenai/OLMoE-1B-7B-0924 and -0125; spec section 1) with random weights.
+// OLMoE (allenai/OLMoE-1B-7B-0924 and -0125; docs/models.md 1) with random weights.
 //
 // Value scales, and why. A random model's router picks nearly the same experts for every token when the
-// residual stream is dominated by something all tokens share (DESIGN.md, "synthetic models lie about
+// residual stream is dominated by something all tokens share (docs/design.md, "synthetic models lie about
 // caching"): with the usual small embedding (std 0.02) the attention output, an average over the context
 // that consecutive tokens largely share, outweighs the token's own embedding. So here the embedding is
 // large (std 1), every residual branch (o_proj, down_proj) adds only a small fraction of that, and the

@@ -1,6 +1,6 @@
 // Reads tiktoken rank files ("base64(token bytes) rank" per line, rank = id) and the Kimi model directory
 // layout: tiktoken.model, tokenizer_config.json (names of the special tokens) and tokenization_kimi.py
-// (the split pattern, `pat_str`), as spec/models.md section 10.1 describes.
+// (the split pattern, `pat_str`), as docs/models.md 10.1 describes.
 #include <array>
 #include <charconv>
 

@@ -1,6 +1,6 @@
 // Every oracle fixture on every available backend other than the CPU (the CPU runs them in tests/models):
-// logits within the oracle tolerance, the same argmax, and the same greedy continuation (DESIGN.md rule 2).
-// Where no such backend is available (CI), the test is skipped loudly.
+// logits within the oracle tolerance, the same argmax, and the same greedy continuation
+// (docs/design.md rule 2). Where no such backend is available (CI), the test is skipped loudly.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

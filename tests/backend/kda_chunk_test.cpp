@@ -1,5 +1,5 @@
-// KDA on the CPU prefills by chunks of 64 tokens and decodes with the token recurrence (spec 5.1). Feeding
-// a prompt in one call must give the outputs and the state that feeding it token by token gives.
+// KDA on the CPU prefills by chunks of 64 tokens and decodes with the token recurrence (docs/models.md 5.1).
+// Feeding a prompt in one call must give the outputs and the state that feeding it token by token gives.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
-// MLA on the CPU takes two routes to the same attention (spec 2.1, 2.2): a long prefill reconstructs each
-// head's keys and values from the latents, a short call absorbs W_UK into each query. Feeding a prompt in
-// one call must give what feeding it token by token gives.
+// MLA on the CPU takes two routes to the same attention (docs/models.md 2.1, 2.2): a long prefill
+// reconstructs each head's keys and values from the latents, a short call absorbs W_UK into each query.
+// Feeding a prompt in one call must give what feeding it token by token gives.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Rule 1 and 3 of DESIGN.md: an op a backend declines runs on the CPU, gives the same result, and is
+// Rule 1 and 3 of docs/design.md: an op a backend declines runs on the CPU, gives the same result, and is
 // counted. A stand-in backend that declines some ops plays the GPU here.
 #include <gtest/gtest.h>
 

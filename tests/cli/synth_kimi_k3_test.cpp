@@ -1,7 +1,7 @@
-// `coli synth --arch kimi_k3`: the checkpoint has the layout of spec section 7 (names under
+// `coli synth --arch kimi_k3`: the checkpoint has the layout of docs/models.md 7 (names under
 // `language_model.`, shapes, dtypes, config.json with its text_config), its experts are stored back to back
 // but out of id order, and the expert store finds and views every expert as MXFP4. The expected names and
-// shapes are written out here from the spec's list, with the spec's dimensions divided by the --scale.
+// shapes are written out here from the list of docs/models.md 7, with its dimensions divided by the --scale.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -21,7 +21,7 @@
 namespace coli {
 namespace {
 
-// Spec 7's dimensions divided by kScale; head dims and the conv kernel are not widths and stay.
+// The dimensions of docs/models.md 7 divided by kScale; head dims and the conv kernel are not widths: kept.
 constexpr int kScale = 16;
 constexpr int64_t D = 7168 / kScale, kVocab = 163840 / kScale, H = 96 / kScale;
 constexpr int64_t kQLora = 1536 / kScale, kKvLora = 512 / kScale;
@@ -29,7 +29,7 @@ constexpr int64_t kNope = 128, kRope = 64, kV = 128, kHeadDim = 128, kConv = 4;
 constexpr int64_t P = H * kHeadDim;  // KDA projection width
 constexpr int64_t kFfn = 3072 / kScale, kLatent = 3584 / kScale, kDenseFfn = 18432 / kScale;
 constexpr int64_t kShared = 2 * kFfn;
-constexpr int64_t kALogStored = 128;  // spec 7: A_log stored [128] for 96 heads, zero past num_heads
+constexpr int64_t kALogStored = 128;  // A_log stored [128] for 96 heads, zero past them (docs/models.md 7)
 constexpr int kExperts = 16;
 constexpr int kMxBlock = 32;
 
@@ -42,7 +42,7 @@ struct Expected {
     std::vector<int64_t> shape;
 };
 
-// Spec 7's tensor list for --layers 2: layer 0 KDA + dense MLP, layer 1 gated MLA + LatentMoE.
+// The tensor list of docs/models.md 7 for --layers 2: layer 0 KDA + dense MLP, layer 1 gated MLA + LatentMoE.
 std::map<std::string, Expected> spec_tensors() {
     const DType bf = DType::bf16, f32 = DType::f32, u8 = DType::u8;
     std::map<std::string, Expected> t;
@@ -153,7 +153,7 @@ TEST_F(SynthKimiK3, ConfigIsKimiK3WithItsTextConfig) {
     const nlohmann::json& c = ckpt_->config();
     EXPECT_EQ(c["model_type"], "kimi_k3");
     EXPECT_EQ(c["architectures"][0], "KimiK3ForConditionalGeneration");
-    EXPECT_FALSE(c.contains("quantization_config")) << "spec 7: inside text_config only";
+    EXPECT_FALSE(c.contains("quantization_config")) << "docs/models.md 7: inside text_config only";
     const nlohmann::json& t = c["text_config"];
     EXPECT_EQ(t["hidden_size"], D);
     EXPECT_EQ(t["num_hidden_layers"], 2);
@@ -200,7 +200,7 @@ TEST_F(SynthKimiK3, ConfigIsKimiK3WithItsTextConfig) {
 }
 
 TEST(SynthKimiK3Config, LayerPatternOfTheRealModel) {
-    // Spec 7: 93 layers, MLA at 1-indexed 4, 8, ..., 92 and 93; KDA elsewhere.
+    // docs/models.md 7: 93 layers, MLA at 1-indexed 4, 8, ..., 92 and 93; KDA elsewhere.
     const nlohmann::json c = synth_arch_find("kimi_k3").config(SynthOptions{});
     const nlohmann::json& la = c["text_config"]["linear_attn_config"];
     nlohmann::json full = nlohmann::json::array(), kda = nlohmann::json::array();

@@ -1,6 +1,6 @@
 // `coli synth`: the checkpoint it writes has the real OLMoE layout (names, shapes, config keys, shards
 // and index), is reproducible, and is one that `coli info` and `coli run` accept; and its routing is
-// spread over the experts (OLMoE and Kimi K3), as DESIGN.md requires of a model used to measure caching.
+// spread over the experts (OLMoE and Kimi K3), as docs/design.md requires of a model used to measure caching.
 // The Kimi K3 layout is checked in synth_kimi_k3_test.cpp.
 #include <gtest/gtest.h>
 
@@ -141,7 +141,7 @@ RoutingFigures routing_parse(const std::string& err) {
     return f;
 }
 
-// DESIGN.md: a random model with small embeddings routes nearly every token to the same experts, which
+// docs/design.md: a random model with small embeddings routes nearly every token to the same experts, which
 // makes any cache look perfect. Over 40 tokens, uniform routing over 64 experts with top-8 uses ~63.7
 // distinct experts per layer and shares k*k/E = 1 expert between consecutive tokens; a collapsed router
 // uses a small multiple of k and shares most of them.

@@ -306,8 +306,9 @@ TEST(Encode, NibbleOrderIsElement2jLow) {
     EXPECT_EQ(d[1], 1.5f);
 }
 
-// HF transformers convert_moe_packed_tensors (spec 9.2), written out independently: blocks [rows, G, 16],
-// scales [rows, G]; row[2j] = LUT[byte & 0xF], row[2j+1] = LUT[byte >> 4], then ldexp(row, scale - 127).
+// HF transformers convert_moe_packed_tensors (docs/models.md 9.2), written out independently:
+// blocks [rows, G, 16], scales [rows, G]; row[2j] = LUT[byte & 0xF], row[2j+1] = LUT[byte >> 4], then
+// ldexp(row, scale - 127).
 std::vector<float> gpt_oss_decode(const std::vector<uint8_t>& blocks, const std::vector<uint8_t>& scales,
                                   int64_t rows, int64_t groups) {
     static const float kLut[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,

@@ -1,6 +1,6 @@
 // The MLA families' config.json as the hub writes it (rope_theta + rope_scaling, not transformers v5's
 // rope_parameters), DSA layer patterns, and the errors a bad config gets. Expected values come from the
-// spec's formulas (spec sections 2.3, 4), not from our code.
+// formulas of docs/models.md 2.3 and 4, not from our code.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,7 +73,8 @@ TEST(DeepseekConfig, Glm52IndexerScheduleFromFrequencyAndOffset) {
     c["index_topk_freq"] = 4;
     c["index_skip_topk_offset"] = 3;
     const DeepseekConfig g(c);
-    // Spec 4: GLM-5.2 has its own indexer at layers 0, 1, 2 and then every 4th layer (6, 10, 14, ...).
+    // docs/models.md 4: GLM-5.2 has its own indexer at layers 0, 1, 2 and then every 4th layer
+    // (6, 10, 14, ...).
     for (int l = 0; l < 16; ++l) EXPECT_EQ(g.index_full[l], l <= 2 || (l - 2) % 4 == 0) << "layer " << l;
     EXPECT_EQ(g.rope_index.style, RopeStyle::interleaved);      // GLM's indexer rope
     EXPECT_NEAR(g.softmax_scale, std::pow(192.0, -0.5), 1e-7);  // no YaRN, no mscale

@@ -1,4 +1,4 @@
-// Block-FP8 weights as DeepSeek/GLM checkpoints store them (spec 9.4): F8_E4M3 codes plus an F32
+// Block-FP8 weights as DeepSeek/GLM checkpoints store them (docs/models.md 9.4): F8_E4M3 codes plus an F32
 // `<name>_scale_inv` per 128 x 128 block, read in place as fp8_e4m3_block; w = fp8 * scale.
 #include <gtest/gtest.h>
 

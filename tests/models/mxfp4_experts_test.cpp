@@ -1,7 +1,7 @@
-// Routed experts stored as compressed-tensors MXFP4 (spec 9.3, Kimi K3): `<w>.weight_packed` U8 [out, in/2]
-// + `<w>.weight_scale` U8 [out, in/32], viewed in place as Format::mxfp4 through the expert store. Expected
-// values come from the spec's formula, computed here: w[o, 2j] = E2M1[byte & 0xF], w[o, 2j+1] =
-// E2M1[byte >> 4], times 2^(scale[o, i/32] - 127).
+// Routed experts stored as compressed-tensors MXFP4 (docs/models.md 9.3, Kimi K3): `<w>.weight_packed` U8
+// [out, in/2] + `<w>.weight_scale` U8 [out, in/32], viewed in place as Format::mxfp4 through the expert
+// store. Expected values come from the formula of docs/models.md 9.1, computed here:
+// w[o, 2j] = E2M1[byte & 0xF], w[o, 2j+1] = E2M1[byte >> 4], times 2^(scale[o, i/32] - 127).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,7 +23,7 @@
 namespace coli {
 namespace {
 
-// OCP E2M1 codes 0-7 (spec 9.1); codes 8-15 are the same values negated.
+// OCP E2M1 codes 0-7 (docs/models.md 9.1); codes 8-15 are the same values negated.
 constexpr float kE2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 constexpr int kE8m0Bias = 127;
 constexpr int kBlock = 32;  // inputs per e8m0 scale

@@ -223,9 +223,9 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
         for (int64_t j = 0; j < count; ++j) weight_decode_row(w_kvb.host, r0 + j, &rows[j * lora]);
     };
 
-    // Prefill of many tokens reconstructs each head's keys and values from the latents once (spec 2.1):
-    // cheaper than absorbing every query when the queries outnumber the ratio of the two costs. One task per
-    // head: its rows of w_kvb are decoded once for all queries.
+    // Prefill of many tokens reconstructs each head's keys and values from the latents once (docs/models.md
+    // 2.1): cheaper than absorbing every query when the queries outnumber the ratio of the two costs. One
+    // task per head: its rows of w_kvb are decoded once for all queries.
     if (n >= kMlaExpandMinTokens) {
         pool_.parallel_for(s.n_heads, 1, [&](int64_t begin, int64_t end) {
             std::vector<float> w_uk(dn * lora), w_uv(dv * lora);              // [dn | dv, kv_lora]
@@ -259,8 +259,9 @@ void CpuBackend::mla_attention(const Tensor& q, const Tensor& latent, const Tens
         return;
     }
 
-    // Absorbed (spec 2.2): per head q_abs = W_UK^T q_nope, scores against the latents, mixed = sum_t p(t)
-    // latent(t), out = W_UV mixed. One task per block of kHeadBlock heads, which meet each latent row once.
+    // Absorbed (docs/models.md 2.2): per head q_abs = W_UK^T q_nope, scores against the latents, mixed =
+    // sum_t p(t) latent(t), out = W_UV mixed. One task per block of kHeadBlock heads, which meet each latent
+    // row once.
     const int64_t blocks = (s.n_heads + kHeadBlock - 1) / kHeadBlock;
     pool_.parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
         // Kept by each pool thread across calls: fresh buffers of this size cost a decode step more in page

@@ -1,5 +1,5 @@
-// KDA prefill in chunks (spec 5.1). With S0 the state before the chunk and D(s,t] = prod_{s<u<=t} alpha_u
-// the per-channel decay from token s to token t, the recurrence
+// KDA prefill in chunks (docs/models.md 5.1). With S0 the state before the chunk and D(s,t] = prod_{s<u<=t}
+// alpha_u the per-channel decay from token s to token t, the recurrence
 //   S_t = (I - b_t k_t k_t^T) Diag(alpha_t) S_{t-1} + b_t k_t v_t^T,   o_t = S_t^T q_t
 // becomes a plain delta rule in S'_t = Diag(D(0,t])^-1 S_t, which over the chunk reads
 //   u_t = b_t (v_t - S0^T (k_t D(0,t]) - sum_{s<t} M[t,s] u_s),   M[t,s] = sum_i k_t[i] k_s[i] D(s,t][i]

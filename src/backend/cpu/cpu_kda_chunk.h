@@ -1,5 +1,5 @@
-// KDA prefill in chunks on the CPU (spec 5.1; transformers' chunk_kimi_delta_attention): one head, one
-// chunk of up to kKdaChunk tokens, from the state the previous chunk (or the session) left.
+// KDA prefill in chunks on the CPU (docs/models.md 5.1; transformers' chunk_kimi_delta_attention): one head,
+// one chunk of up to kKdaChunk tokens, from the state the previous chunk (or the session) left.
 #pragma once
 
 #include <cstdint>

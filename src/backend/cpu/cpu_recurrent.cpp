@@ -1,5 +1,5 @@
-// Recurrent-state ops on the CPU: KDA's short convolution and the Kimi delta rule (spec 5.1), from the state
-// they carry. The delta rule decodes token by token and prefills by chunks (cpu_kda_chunk.cpp).
+// Recurrent-state ops on the CPU: KDA's short convolution and the Kimi delta rule (docs/models.md 5.1), from
+// the state they carry. The delta rule decodes token by token and prefills by chunks (cpu_kda_chunk.cpp).
 #include <algorithm>
 #include <cmath>
 #include <vector>

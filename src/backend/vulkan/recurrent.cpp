@@ -1,5 +1,5 @@
-// Recurrent-state ops on Vulkan (KDA's short convolution and the Kimi delta rule, spec 5.1), like the CPU
-// reference; the states stay in device memory and are advanced in place:
+// Recurrent-state ops on Vulkan (KDA's short convolution and the Kimi delta rule, docs/models.md 5.1), like
+// the CPU reference; the states stay in device memory and are advanced in place:
 //   short_conv  one invocation per channel walks the tokens with its window in registers (short_conv.comp)
 //   kda         the log decays of every token first, in parallel (kda_decay.comp), then one workgroup per
 //               head and one invocation per value column, which keeps its column of the state in registers:

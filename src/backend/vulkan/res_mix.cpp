@@ -1,7 +1,7 @@
-// Attention residuals (Kimi K3, spec 7.1) on Vulkan, entry by entry so that any number of entries works
-// with the shaders' fixed bindings and without stacking the entries in a copy: each entry's score per token
-// (res_mix_score.comp), the softmax of each token's scores (res_mix_softmax.comp), then, entry by entry in
-// order, its weighted rows summed into out (res_mix_sum.comp).
+// Attention residuals (Kimi K3, docs/models.md 7.1) on Vulkan, entry by entry so that any number of entries
+// works with the shaders' fixed bindings and without stacking the entries in a copy: each entry's score per
+// token (res_mix_score.comp), the softmax of each token's scores (res_mix_softmax.comp), then, entry by entry
+// in order, its weighted rows summed into out (res_mix_sum.comp).
 #include <algorithm>
 
 #include "backend/vulkan/vulkan_backend_impl.h"

