@@ -4,8 +4,8 @@
 // given order; it is written beside the target and renamed into place once complete.
 //
 // Data goes out with O_DIRECT in large aligned blocks where the filesystem allows it: buffered writes of
-// many GB are throttled by page-cache writeback (measured here: 0.15 GB/s buffered, 0.55 GB/s direct) and
-// would leave the whole checkpoint in the page cache, where it distorts the first benchmark that reads it.
+// many GB are throttled by page-cache writeback (docs/benchmarks.md, `coli synth`) and would leave the
+// whole checkpoint in the page cache, where it distorts the first benchmark that reads it.
 #pragma once
 
 #include <cstdint>

@@ -658,8 +658,8 @@ StreamScratch x_tables_launch(MmaBatch& batch, cudaStream_t s) {
 // launches of more than one wave over rows wider than kSelfLayoutMaxCols (a MoE layer's gate and up): it
 // spares every block the layout, which is a larger share of a 4-bit block's work than of an fp8 one's (half
 // the weight bytes per x), at the cost of one more dependent step before the first mma. One-wave launches
-// (single matrices), fp8, and a MoE layer's down projections (2048 columns, a small layout; H200: 62-65% of
-// the copy against 61-63% for mxfp4, 64-68% against 63-64% for int4) measured slower with it.
+// (single matrices), fp8, and a MoE layer's down projections (2048 columns, a small layout) measured slower
+// with it (docs/benchmarks.md).
 template <Format F, int NT>
 void mma_run(MmaBatch& batch, int64_t max_rows, int64_t max_cols, cudaStream_t s) {
     const bool two_tiles_fit =

@@ -37,11 +37,11 @@ constexpr int kMoeCallsPerRun = 10;  // MoE layers per timed run
 constexpr int kMaxMoeLayers = 8;     // layers of experts rotated over at most
 
 // The device's clocks: an idle GPU lowers them, and between the bench's submissions it idles while the host
-// encodes weights and records commands (an H200's SM clock was seen at 345 MHz there instead of 1980). So
+// encodes weights and records commands (docs/benchmarks.md). So
 // before timing, `load` (one large copy) keeps the device busy for kClockWarmupMs in submissions of
 // kLoadsPerBatch, and the timed calls follow kLoadsPerBatch more loads in the same submission.
 constexpr double kClockWarmupMs = 250.0;  // wall time of busy device before a measurement
-constexpr int kLoadsPerBatch = 20;        // loads per warm-up submission (~10 ms on an H200)
+constexpr int kLoadsPerBatch = 20;        // loads per warm-up submission
 
 // Milliseconds per call of f, the median of kRepeats runs of `calls` calls. `device`: between GPU
 // timestamps, all runs in one submission after the warm-up unless the calls submit (where the queue has no

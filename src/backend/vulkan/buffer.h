@@ -41,9 +41,9 @@ inline constexpr int kSizings = 2;
 BufferPtr buffer_new(const std::shared_ptr<Context>& ctx, uint64_t bytes, Memory kind,
                      Sizing sizing = Sizing::scratch);
 
-// Released buffers by capacity, for reuse: ops allocate scratch constantly and vkAllocateMemory is slow (~90
-// us on an H200). Each Sizing has a pool of its own, so that released weights cannot fill the room that
-// scratch needs.
+// Released buffers by capacity, for reuse: ops allocate scratch constantly and vkAllocateMemory is slow
+// (docs/benchmarks.md). Each Sizing has a pool of its own, so that released weights cannot fill the room
+// that scratch needs.
 class BufferPool {
 public:
     BufferPool(Context& ctx, Sizing sizing) : ctx_(ctx), sizing_(sizing) {}

@@ -1,6 +1,6 @@
 // The device-copy bound on Vulkan: copy_words.comp, a copy on the compute units that the kernels it bounds
-// run on (vkCmdCopyBuffer may be served by a copy engine far slower than they: 0.83 TB/s on an H200
-// against 4.2 TB/s), timed by GPU timestamps where the queue has them.
+// run on (vkCmdCopyBuffer may be served by a copy engine far slower than they, docs/benchmarks.md), timed by
+// GPU timestamps where the queue has them.
 #include <algorithm>
 #include <vector>
 
@@ -15,8 +15,8 @@ constexpr uint64_t kCopyWordBytes = 16;         // copy_words.comp moves uvec4 w
 constexpr uint32_t kCopyThreads = 256;          // its local size
 constexpr uint64_t kCopyMaxBytes = 1ull << 30;  // bytes per measured copy at most
 constexpr uint64_t kLocalShare = 8;             // and at most this share of device-local memory
-// An idle GPU lowers its clocks (an H200's SM clock was seen at 345 MHz instead of 1980 between
-// submissions), so copies run this long before the timed ones.
+// An idle GPU lowers its clocks between submissions (docs/benchmarks.md), so copies run this long before the
+// timed ones.
 constexpr double kWarmupSeconds = 0.25;
 constexpr int kRuns = 9;  // timed copies; the median is reported
 constexpr double kGiga = 1e9;

@@ -57,13 +57,9 @@ struct GemvPlan {
 };
 
 // Row slots of a team. Each x load serves every row slot, and in the 4-bit formats, where a lane's chunk
-// spans 32 columns of x, the x loads bound the speed: on an H200, a decode MoE layer's batched GEMVs ran at
-// 50% (int4) and 45% (mxfp4) of the copy's rate with 8 slots against 36% and 37% with 4, while int8 and fp8
-// ran slower with 8 (76% and 70% against 83% and 77%). The int4 dot-product path (`dot`), whose x loads are
-// fewer, takes 4 in short rows, where a lane reads few chunks and more resident workgroups pay more than x
-// reuse: a MoE layer's batched down projections (2048 columns, 2 chunks per lane) ran at 54% / 51% of the
-// copy (DeepSeek V3 / GLM-5 shapes) with 4 slots against 51% / 46% with 8; its gate and up (6144-7168
-// columns) at 66% / 63% against 71% / 67%.
+// spans 32 columns of x, the x loads bound the speed: they take 8 slots, the other formats 4 (int8 and fp8
+// ran slower with 8). The int4 dot-product path (`dot`), whose x loads are fewer, takes 4 in short rows,
+// where a lane reads few chunks and more resident workgroups pay more than x reuse (docs/benchmarks.md).
 uint32_t team_rows(Format f, uint32_t tokens, bool dot, int64_t chunks) {
     if (tokens > kFewTokens) return kTeamRowsManyTokens;
     if (dot && chunks <= kShortRowChunksPerLane * kLanes) return kTeamRowsFewTokens;

@@ -287,8 +287,8 @@ void Stream::finish() {
 
 void Stream::batch_wait(Batch& b) {
     const Api& api = ctx_->api;
-    // Polled before blocking: a thread blocked in vkWaitForFences woke late enough that a fully cached
-    // decode step, which waits for each layer's routing, ran 10-25% faster polling (H200, 2026-12-01).
+    // Polled before blocking: a thread blocked in vkWaitForFences wakes late, which a decode step that waits
+    // for each layer's routing pays in every layer (docs/benchmarks.md).
     VkResult waited = VK_NOT_READY;
     for (const Timer spin; waited == VK_NOT_READY && spin.seconds() < kFencePollSeconds;)
         waited = api.vkGetFenceStatus(ctx_->device, b.fence);

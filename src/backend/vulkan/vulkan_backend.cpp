@@ -140,8 +140,8 @@ vk::BufferPtr VulkanBackend::upload(const void* src, uint64_t bytes) {
 void VulkanBackend::buffer_write(const vk::BufferPtr& b, const void* src, uint64_t bytes) {
     if (bytes > kPushUploadMaxBytes || bytes % sizeof(uint32_t) != 0) return stream_.upload(b, 0, src, bytes);
     // Small tables (a MoE layer's routing, every decode step) go in push constants: a transfer command in
-    // front of a MoE layer's GEMVs (vkCmdUpdateBuffer, 96 bytes) made them 4-21 us slower on an H200, most in
-    // the 4-bit formats (docs/benchmarks.md).
+    // front of a MoE layer's GEMVs (vkCmdUpdateBuffer) slows them far more than it takes itself, most in the
+    // 4-bit formats (docs/benchmarks.md).
     const auto count = static_cast<uint32_t>(bytes / sizeof(uint32_t));
     for (uint32_t first = 0; first < count; first += kPushUploadWords) {
         WriteWordsPush push{std::min(kPushUploadWords, count - first), first, {}};

@@ -1,7 +1,7 @@
 #version 450
 // dst[first + i] = words[i] for i < count: a small host table (a MoE layer's routing) written by the compute
-// units from push constants instead of a transfer command, which on an H200 slowed the GEMVs after it far
-// more than it took itself (VulkanBackend::upload).
+// units from push constants instead of a transfer command, which slowed the GEMVs after it far more than it
+// took itself (VulkanBackend::buffer_write).
 layout(local_size_x = 32) in;
 
 const uint kMaxWords = 30;  // = vulkan_backend.cpp's kPushUploadWords: 128 push bytes less 2 words
