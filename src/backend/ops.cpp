@@ -34,6 +34,10 @@ Ops::Ops(Backend& primary, Backend& cpu) : primary_(primary), cpu_(cpu) {}
 
 bool Ops::runs_native(const OpDesc& d) {
     const auto i = static_cast<size_t>(d.op);
+    if (record_ != nullptr) {
+        record_->push_back(d);
+        record_->back().weight = nullptr;
+    }
     if (&primary_ == &cpu_ || primary_.supports(d)) {
         ++counters_.native[i];
         return true;

@@ -36,6 +36,9 @@ public:
 
     Backend& backend() const { return primary_; }
     const OpCounters& counters() const { return counters_; }
+    // Appends the OpDesc of every op call from now on to *sink (weight left null: it need not outlive the
+    // call), or stops with nullptr: how a test records the ops a forward calls.
+    void record_to(std::vector<OpDesc>* sink) { record_ = sink; }
 
     // Memory.
     Tensor tensor(int64_t rows, int64_t cols);                                 // zero-filled
@@ -83,6 +86,7 @@ private:
     Backend& primary_;
     Backend& cpu_;
     OpCounters counters_;
+    std::vector<OpDesc>* record_ = nullptr;  // see record_to
     std::array<bool, static_cast<size_t>(OpKind::count_)> fault_warned_{};  // one warning per op
     std::map<std::string, bool> declined_warned_;                           // one load-time note per format
 };

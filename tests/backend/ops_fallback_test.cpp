@@ -130,6 +130,30 @@ TEST(OpsFallback, DeclinedOpsRunOnTheCpuAndAreCounted) {
     EXPECT_EQ(c.native_seconds[static_cast<size_t>(OpKind::rms_norm)], 0.0);
 }
 
+// record_to sees every op call, in order, whether it runs natively or falls back, and stops on nullptr.
+TEST(OpsRecord, RecordsEveryOpCall) {
+    ThreadPool pool(1);
+    CpuBackend cpu(pool);
+    DecliningBackend gpu(pool);
+    Ops ops(gpu, cpu);
+    const int64_t rows = 8, cols = 16, n = 2;
+    const std::vector<float> wf = random_normal(rows * cols, 5), xf = random_normal(n * cols, 6);
+    Weight w{WeightView{Format::f32, rows, cols, wf.data(), nullptr}, nullptr, nullptr};
+    std::vector<float> gain(rows, 1.0f);
+    Weight g{WeightView{Format::f32, 1, rows, gain.data(), nullptr}, nullptr, nullptr};
+
+    std::vector<OpDesc> seen;
+    ops.record_to(&seen);
+    Tensor y = ops.rms_norm(ops.matmul(w, ops.tensor_from(n, cols, xf)), g, 1e-5f);
+    ops.record_to(nullptr);
+    ops.add(y, y);
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[0].op, OpKind::matmul);
+    EXPECT_EQ(seen[0].n, n);
+    EXPECT_EQ(seen[0].weight, nullptr) << "a recorded weight could dangle";
+    EXPECT_EQ(seen[1].op, OpKind::rms_norm) << "declined ops are recorded too";
+}
+
 TEST(BackendRegistry, UnknownAndUnavailableBackendsSayWhy) {
     ThreadPool pool(1);
     std::string first_available;
