@@ -139,7 +139,6 @@ Weight WeightLoader::matrix(const std::string& name) {
               w.cols());
         std::vector<float> f = weight_to_f32(w.host);
         w = weight_owning(weight_encode(target, f.data(), w.rows(), w.cols()));
-        ++quantized_;
     }
     bytes_held_ += w.host.data_bytes() + w.host.scale_bytes();
     return ops_.weight(w);

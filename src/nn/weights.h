@@ -54,7 +54,6 @@ public:
     uint64_t bytes_stored() const { return bytes_stored_; }  // checkpoint bytes of what was loaded
     uint64_t bytes_held() const { return bytes_held_; }      // bytes as held (after quantization)
     int dense_bits() const { return dense_bits_; }
-    int quantized_count() const { return quantized_; }  // matrices re-quantized
     void finish() { progress_.finish(); }               // ends the progress line (terminals only)
 
 private:
@@ -66,7 +65,6 @@ private:
     Ops& ops_;
     int dense_bits_;
     uint64_t bytes_stored_ = 0, bytes_held_ = 0;
-    int quantized_ = 0;
     uint8_t page_xor_ = 0;  // keeps the page reads from being optimized away
     ProgressMeter progress_;
 };

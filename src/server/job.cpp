@@ -45,10 +45,4 @@ JobUpdate Job::take(std::chrono::milliseconds timeout) {
     return u;
 }
 
-JobState Job::wait_done() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return state_ == JobState::finished || state_ == JobState::failed; });
-    return state_;
-}
-
 }  // namespace coli::server

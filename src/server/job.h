@@ -49,8 +49,6 @@ public:
     JobState wait_started();
     // Waits at most `timeout` for new text or a change of state, and takes the text.
     JobUpdate take(std::chrono::milliseconds timeout);
-    // Waits for the end; the result when finished, else the error.
-    JobState wait_done();
     const GenerateResult& result() const { return result_; }  // after finished
     const ApiError& error() const { return error_; }          // after failed
 

@@ -31,9 +31,6 @@ public:
     void stop();
     bool stopping() const;
 
-    // Whether the model has a chat template (/v1/chat/completions and /v1/messages need one).
-    bool chat_supported() const { return chat_supported_; }
-
 private:
     void loop();
     void job_run(Job& job);

@@ -726,11 +726,6 @@ std::vector<Regex::Program::Frame>& backtrack_stack() {
 }
 }  // namespace
 
-std::optional<size_t> Regex::match_at(std::span<const char32_t> text, size_t pos) const {
-    if (!program_->start.admits(text, pos)) return std::nullopt;
-    return program_->run(0, text, pos, backtrack_stack());
-}
-
 std::optional<std::pair<size_t, size_t>> Regex::find(std::span<const char32_t> text, size_t from) const {
     auto& stack = backtrack_stack();
     for (size_t start = from; start <= text.size(); ++start) {

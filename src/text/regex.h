@@ -28,9 +28,6 @@ public:
     Regex(Regex&&) noexcept;
     Regex& operator=(Regex&&) noexcept;
 
-    // End (exclusive, in code points) of the leftmost-first match that starts exactly at `pos`.
-    std::optional<size_t> match_at(std::span<const char32_t> text, size_t pos) const;
-
     // The first match starting at or after `from`, as [start, end) code point indices. An empty match
     // is reported as such; the caller steps past it.
     std::optional<std::pair<size_t, size_t>> find(std::span<const char32_t> text, size_t from) const;

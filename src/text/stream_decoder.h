@@ -22,9 +22,6 @@ public:
     // Whatever is still held back (an incomplete sequence at the end: U+FFFD); resets the decoder.
     std::string finish();
 
-    // Bytes held back waiting for the rest of a character.
-    size_t pending_bytes() const { return pending_.size(); }
-
 private:
     const Tokenizer& tokenizer_;
     bool skip_special_;
