@@ -28,7 +28,7 @@ for fx in "${!prompts[@]}"; do
           --hot-set none)
     cpu=$("$bin/coli" "${args[@]}" --backend cpu 2>/dev/null | tail -n 1)
     gpu=$("$bin/coli" "${args[@]}" --backend cuda 2>"$out/run_$fx.err" | tail -n 1)
-    fault=$(COLI_CUDA_FAIL_OP=matmul "$bin/coli" "${args[@]}" --backend cuda 2>"$out/fault_$fx.err" | tail -n 1)
+    fault=$(COLI_FAIL_OP=cuda:matmul "$bin/coli" "${args[@]}" --backend cuda 2>"$out/fault_$fx.err" | tail -n 1)
     echo "$fx cpu   $cpu"
     echo "$fx cuda  $gpu"
     echo "$fx fault $fault"

@@ -33,7 +33,7 @@ step "op tests on vulkan"
 
 if "$bin/coli" backends | grep -qE "^  cuda +available"; then
     step "op tests on cuda, outputs poisoned (an op must write its output in full)"
-    COLI_CUDA_POISON_OUTPUTS=1 "$bin/coli" test-ops --backend cuda --require 2>&1 | tail -n 3 || status=1
+    COLI_POISON_OUTPUTS=cuda "$bin/coli" test-ops --backend cuda --require 2>&1 | tail -n 3 || status=1
 fi
 
 step "oracle fixtures on every device backend (logits, argmax, greedy ids, cache 0 and 1)"
@@ -46,7 +46,7 @@ for fx in "${!prompts[@]}"; do
           --hot-set none)
     cpu=$("$bin/coli" "${args[@]}" --backend cpu 2>/dev/null | tail -n 1)
     gpu=$("$bin/coli" "${args[@]}" --backend vulkan 2>"$out/run_$fx.err" | tail -n 1)
-    fault=$(COLI_VULKAN_FAIL_OP=matmul "$bin/coli" "${args[@]}" --backend vulkan 2>"$out/fault_$fx.err" |
+    fault=$(COLI_FAIL_OP=vulkan:matmul "$bin/coli" "${args[@]}" --backend vulkan 2>"$out/fault_$fx.err" |
             tail -n 1)
     echo "$fx cpu    $cpu"
     echo "$fx vulkan $gpu"

@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <numbers>
 #include <string>
 
 #include "backend/residency.h"
 #include "core/error.h"
-#include "core/log.h"
 
 namespace coli {
 
@@ -120,26 +118,6 @@ bool weight_left_on_host(const OpDesc& d) {
                               d.op == OpKind::mla_attention || d.op == OpKind::short_conv ||
                               d.op == OpKind::res_mix;
     return dense_weight && d.weight != nullptr && d.weight->device == nullptr;
-}
-
-std::array<bool, static_cast<size_t>(OpKind::count_)> fault_ops_from_env(const char* env_name,
-                                                                         std::string_view backend) {
-    std::array<bool, static_cast<size_t>(OpKind::count_)> ops{};
-    const char* env = std::getenv(env_name);
-    if (env == nullptr) return ops;
-    const std::string list(env);
-    size_t start = 0;
-    while (start <= list.size()) {
-        const size_t end = std::min(list.find(',', start), list.size());
-        const std::string name = list.substr(start, end - start);
-        bool known = false;
-        for (size_t i = 0; i < ops.size(); ++i)
-            if (op_name(static_cast<OpKind>(i)) == name) ops[i] = known = true;
-        check(known || name.empty(), "{}: unknown op '{}'", env_name, name);
-        start = end + 1;
-    }
-    log_warn("{}={}: those ops fail on {} on purpose (fault injection)", env_name, env, backend);
-    return ops;
 }
 
 void dsa_topk_row(const float* scores, int64_t visible, int top_k, float* out) {

@@ -73,10 +73,6 @@ void kda_args_check(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
 void short_conv_args_check(const Tensor& x, const Weight& w, const Tensor& state, const Tensor& out);
 // The same for res_mix.
 void res_mix_args_check(std::span<const Tensor> entries, const Weight& w, const Tensor& out);
-// The ops a fault-injection variable (e.g. COLI_CUDA_FAIL_OP=matmul,attention) names: they fail on
-// `backend` on purpose, to exercise the counted CPU fallback. Warns when set; an unknown op name is an error.
-std::array<bool, static_cast<size_t>(OpKind::count_)> fault_ops_from_env(const char* env_name,
-                                                                         std::string_view backend);
 // Checks the rope parameters against x's width.
 void rope_args_check(const Tensor& x, const RopeParams& p);
 // The inverse frequencies every backend rotates with, in f32 as transformers computes them:

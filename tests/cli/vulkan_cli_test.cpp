@@ -61,9 +61,9 @@ TEST(VulkanCli, DeviceIndexOutOfRangeListsTheDevices) {
 TEST(VulkanCli, FailingOpsFallBackToTheCpuWithItsTokens) {
     if (!vulkan_available()) GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
     const test::Fixture fx = test::fixture_load(kFixture);
-    ASSERT_EQ(setenv("COLI_VULKAN_FAIL_OP", "matmul,moe_experts", 1), 0);
+    ASSERT_EQ(setenv("COLI_FAIL_OP", "vulkan:matmul,vulkan:moe_experts", 1), 0);
     const test::ProcessResult r = test::coli_run(run_args("--backend vulkan"));
-    unsetenv("COLI_VULKAN_FAIL_OP");
+    unsetenv("COLI_FAIL_OP");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(test::last_line(r.out), ids_text(fx.greedy));
     EXPECT_NE(r.err.find("fault injection"), std::string::npos) << r.err;

@@ -7,6 +7,7 @@
 #include "backend/activations.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_tensor.h"
+#include "backend/moe_plan.h"
 #include "core/thread_pool.h"
 
 namespace coli {
@@ -51,29 +52,23 @@ void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routi
     const int64_t d_model = x.cols();
     check_shape(y, x.rows(), d_model, "moe_experts y");
     check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
-    for (const ExpertWeights& e : experts) {
-        // Gather the tokens routed to e: xs [m, d_model], with their routing weights.
-        std::vector<int64_t> tokens;
-        std::vector<float> gains;
-        for (int64_t t = 0; t < r.n_tokens; ++t)
-            for (int j = 0; j < r.k; ++j)
-                if (r.experts[t * r.k + j] == e.id) {
-                    tokens.push_back(t);
-                    gains.push_back(r.weights[t * r.k + j]);
-                }
-        if (tokens.empty()) continue;
-        const auto m = static_cast<int64_t>(tokens.size());
-        const int64_t d_ff = e.gate.rows();
+    const MoePlan p = moe_plan(experts, r, d_model);
+    for (size_t i : p.used) {
+        const ExpertWeights& e = experts[i];
+        // The expert's routed rows of x: xs [m, d_model].
+        const int64_t m = p.rows_of(i), d_ff = e.gate.rows();
+        const int32_t* tokens = &p.rows[p.offset[i]];
+        const float* gains = &p.gains[p.offset[i]];
         std::vector<float> xs(m * d_model), gate(m * d_ff), up(m * d_ff), out(m * d_model);
-        for (int64_t i = 0; i < m; ++i) std::copy_n(row(x, tokens[i]), d_model, &xs[i * d_model]);
+        for (int64_t j = 0; j < m; ++j) std::copy_n(row(x, tokens[j]), d_model, &xs[j * d_model]);
         coli::matmul(e.gate.host, xs.data(), m, gate.data(), pool_);  // [m, d_ff]
         coli::matmul(e.up.host, xs.data(), m, up.data(), pool_);      // [m, d_ff]
-        for (int64_t i = 0; i < m * d_ff; ++i)
-            gate[i] = glu(e.act.kind, e.act.beta, e.act.linear_beta, gate[i], up[i]);
+        for (int64_t j = 0; j < m * d_ff; ++j)
+            gate[j] = glu(e.act.kind, e.act.beta, e.act.linear_beta, gate[j], up[j]);
         coli::matmul(e.down.host, gate.data(), m, out.data(), pool_);  // [m, d_model]
-        for (int64_t i = 0; i < m; ++i) {
-            float* yt = row(y, tokens[i]);
-            for (int64_t c = 0; c < d_model; ++c) yt[c] += out[i * d_model + c] * gains[i];
+        for (int64_t j = 0; j < m; ++j) {
+            float* yt = row(y, tokens[j]);
+            for (int64_t c = 0; c < d_model; ++c) yt[c] += out[j * d_model + c] * gains[j];
         }
     }
 }

@@ -17,7 +17,6 @@ namespace {
 constexpr int kCudaMajorDiv = 1000;  // cudaRuntimeGetVersion: 1000 * major + 10 * minor
 constexpr int kCudaMinorDiv = 10;
 constexpr double kBytesPerGB = 1e9;
-constexpr const char* kPoisonOutputsEnv = "COLI_CUDA_POISON_OUTPUTS";
 }  // namespace
 
 void cuda_check(cudaError_t err, const char* what) {
@@ -44,7 +43,6 @@ Context::Context(int dev) : device(dev) {
     // tolerances.
     api.set_math_mode(blas, CUBLAS_DEFAULT_MATH);
     cuda_check(cudaMallocHost(&readback, kCudaReadbackBytes), "pinned readback memory");
-    poison_outputs = std::getenv(kPoisonOutputsEnv) != nullptr;
 }
 
 Context::~Context() {

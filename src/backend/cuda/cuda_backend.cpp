@@ -1,4 +1,4 @@
-// The CUDA backend: memory, weights, faults and the ops other than matmul and moe_experts.
+// The CUDA backend: the device, memory, weights and the ops other than matmul and moe_experts.
 #include "backend/cuda/cuda_backend.h"
 
 #include <fmt/format.h>
@@ -20,18 +20,13 @@
 
 namespace coli {
 
-using cuda::check_owner;
 using cuda::cuda_check;
 using cuda::dev;
 
 namespace {
 
-constexpr double kBytesPerGB = 1e9;
-constexpr double kBytesPerMB = 1e6;
-constexpr int kMlaLatentBound = 1024;                  // kv_lora + rope_dim the MLA smem check allows for
-constexpr int kDsaHeadDimMultiple = 4;                 // the DSA scoring kernel reads float4s
-constexpr const char* kFailEnv = "COLI_CUDA_FAIL_OP";  // comma-separated op names that fail on purpose
-constexpr int kPoisonByte = 0xff;  // all bytes 0xff: each float a NaN (Context::poison_outputs)
+constexpr int kDsaHeadDimMultiple = 4;  // the DSA scoring kernel reads float4s
+constexpr int kPoisonByte = 0xff;       // all bytes 0xff: each float a NaN (COLI_POISON_OUTPUTS)
 
 }  // namespace
 
@@ -57,44 +52,32 @@ std::unique_ptr<Backend> cuda_backend_create(uint64_t vram_bytes) {
     return std::make_unique<CudaBackend>(std::make_shared<cuda::Context>(0), vram_bytes);
 }
 
-CudaBackend::CudaBackend(std::shared_ptr<cuda::Context> ctx, uint64_t vram_bytes) : ctx_(std::move(ctx)) {
+CudaBackend::CudaBackend(std::shared_ptr<cuda::Context> ctx, uint64_t vram_bytes)
+    : DeviceBackend("cuda", cuda_supports, "vram expert tier"), ctx_(std::move(ctx)) {
     size_t free_bytes = 0, total_bytes = 0;
     cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    const uint64_t usable = free_bytes > kCudaVramReserve ? free_bytes - kCudaVramReserve : 0;
-    check(vram_bytes <= free_bytes, "--vram-gb {:.2f} exceeds the device's free memory ({:.2f} GB)",
-          vram_bytes / kBytesPerGB, free_bytes / kBytesPerGB);
-    budget_ = vram_bytes > 0 ? vram_bytes : usable;
-    fail_ = fault_ops_from_env(kFailEnv, "cuda");
+    budget_set(vram_bytes, {free_bytes, kCudaVramReserve, "free memory"});
 }
 
-std::string CudaBackend::description() const {
+std::string CudaBackend::device_description() const {
     int runtime = 0;
     cudaRuntimeGetVersion(&runtime);
-    std::string s = fmt::format("cuda ({}; VRAM budget {:.2f} GB: dense weights {:.1f} MB resident",
-                                cuda::device_summary(ctx_->props, runtime), budget_ / kBytesPerGB,
-                                dense_bytes_ / kBytesPerMB);
-    if (dense_on_host_ > 0)
-        s += fmt::format(", {:.1f} MB left on the host (their ops fall back)", dense_on_host_ / kBytesPerMB);
-    return s + ")";
+    return cuda::device_summary(ctx_->props, runtime);
 }
 
-std::string CudaBackend::stats() const {
-    return tier_ ? tier_->summary() : "vram expert tier: unused";
+uint64_t CudaBackend::weight_device_bytes(const WeightView& w) const {
+    return cuda::device_bytes_of(w);
 }
 
-bool CudaBackend::supports(const OpDesc& d) const {
-    if (!cuda_supports(d)) return false;
-    if (weight_left_on_host(d)) return false;
-    return true;
+std::shared_ptr<void> CudaBackend::weight_to_device(const WeightView& w) {
+    auto res = std::make_shared<CudaResidentWeight>();
+    res->memory = cuda::buffer_new(ctx_, cuda::device_bytes_of(w), ctx_->compute);
+    res->view = cuda::weight_copy_async(w, static_cast<uint8_t*>(res->memory.get()), ctx_->compute);
+    return res;
 }
 
-void CudaBackend::fault_check(OpKind op) const {
-    if (fail_[static_cast<size_t>(op)]) fail("cuda: {} failed: injected by {}", op_name(op), kFailEnv);
-}
-
-const cuda::DeviceWeight& CudaBackend::resident(const Weight& w, const char* op) {
-    check(w.device != nullptr, "cuda {}: the weight is not in VRAM (over the --vram-gb budget)", op);
-    return static_cast<const CudaResidentWeight*>(w.device.get())->view;
+std::unique_ptr<ExpertTier> CudaBackend::tier_create(uint64_t capacity) {
+    return cuda::expert_tier_new(ctx_, capacity);
 }
 
 Tensor CudaBackend::tensor_new(int64_t rows, int64_t cols) {
@@ -108,7 +91,7 @@ Tensor CudaBackend::tensor_new_unfilled(int64_t rows, int64_t cols) {
     check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
     const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(float);
     std::shared_ptr<void> mem = cuda::buffer_new(ctx_, bytes, ctx_->compute);
-    if (bytes > 0 && ctx_->poison_outputs)
+    if (bytes > 0 && outputs_poisoned())
         cuda_check(cudaMemsetAsync(mem.get(), kPoisonByte, bytes, ctx_->compute), "tensor poison fill");
     return Tensor(this, rows, cols, std::move(mem));
 }
@@ -126,22 +109,6 @@ void CudaBackend::tensor_read(const Tensor& t, std::span<float> dst) {
     check(static_cast<int64_t>(dst.size()) == t.numel(), "tensor_read: {} floats from {}", dst.size(),
           t.numel());
     cuda::device_read(*ctx_, dev(t), dst.data(), dst.size_bytes());
-}
-
-Weight CudaBackend::weight_upload(const Weight& w) {
-    if (w.device != nullptr) return w;
-    const uint64_t bytes = cuda::device_bytes_of(w.host);
-    if (dense_bytes_ + bytes > budget_) {
-        dense_on_host_ += bytes;
-        return w;  // stays on the host; supports() declines its ops, Ops names it now and counts later
-    }
-    auto res = std::make_shared<CudaResidentWeight>();
-    res->memory = cuda::buffer_new(ctx_, bytes, ctx_->compute);
-    res->view = cuda::weight_copy_async(w.host, static_cast<uint8_t*>(res->memory.get()), ctx_->compute);
-    dense_bytes_ += bytes;
-    Weight out = w;
-    out.device = std::move(res);
-    return out;
 }
 
 void CudaBackend::embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) {
@@ -163,7 +130,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& 
     fault_check(OpKind::rms_norm);
     check(w.format() == Format::f32 && w.rows() * w.cols() == x.cols(), "rms_norm: weight must be f32 [{}]",
           x.cols());
-    check_owner(x, this, "rms_norm x");
+    check_owner(x, "rms_norm x");
     check_shape(out, x.rows(), x.cols(), "rms_norm out");
     const cuda::DeviceWeight& g = resident(w, "rms_norm");
     cuda::rms_norm(dev(x), static_cast<const float*>(g.data), eps, x.rows(), x.cols(), dev(out),
@@ -172,7 +139,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& 
 
 void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& y) {
     fault_check(OpKind::matmul);
-    check_owner(x, this, "matmul x");
+    check_owner(x, "matmul x");
     check_shape(x, x.rows(), w.cols(), "matmul x");
     check_shape(y, x.rows(), w.rows(), "matmul y");
     matmul_device(resident(w, "matmul"), dev(x), x.rows(), dev(y));
@@ -180,8 +147,8 @@ void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& y) {
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
     fault_check(OpKind::add);
-    check_owner(a, this, "add a");
-    check_owner(b, this, "add b");
+    check_owner(a, "add a");
+    check_owner(b, "add b");
     check_shape(b, a.rows(), a.cols(), "add b");
     check_shape(out, a.rows(), a.cols(), "add out");
     cuda::add(dev(a), dev(b), dev(out), a.numel(), ctx_->compute);
@@ -222,7 +189,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, K
     attention_args_check(q, k, v, cache, s, pos0, out);
     for (const Tensor* t :
          {&q, &k, &v, static_cast<const Tensor*>(&cache.k), static_cast<const Tensor*>(&cache.v)})
-        check_owner(*t, this, "attention");
+        check_owner(*t, "attention");
     const size_t bytes = static_cast<size_t>(n * kv_width) * sizeof(float);
     cuda_check(cudaMemcpyAsync(dev(cache.k) + pos0 * kv_width, dev(k), bytes, cudaMemcpyDeviceToDevice,
                                ctx_->compute),
@@ -273,12 +240,12 @@ void CudaBackend::mla_attention(const Tensor& q, const Tensor& latent, const Ten
                                 const Tensor* selection, Tensor& out) {
     fault_check(OpKind::mla_attention);
     mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
-    if (selection) check_owner(*selection, this, "mla_attention selection");
+    if (selection) check_owner(*selection, "mla_attention selection");
     check(s.kv_lora <= kCudaMlaMaxLatent, "cuda mla_attention: kv_lora {} is wider than {}", s.kv_lora,
           kCudaMlaMaxLatent);
     for (const Tensor* t :
          {&q, &latent, &k_pe, static_cast<const Tensor*>(&cache.k), static_cast<const Tensor*>(&cache.v)})
-        check_owner(*t, this, "mla_attention");
+        check_owner(*t, "mla_attention");
     const int64_t n = q.rows();
     cuda_check(cudaMemcpyAsync(dev(cache.k) + pos0 * s.kv_lora, dev(latent), latent.numel() * sizeof(float),
                                cudaMemcpyDeviceToDevice, ctx_->compute),
@@ -301,19 +268,12 @@ void CudaBackend::mla_attention(const Tensor& q, const Tensor& latent, const Ten
     cuda::mla_output(mixed.get(), w, n, a, dev(out), ctx_->compute);
 }
 
-Routing CudaBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
-    fault_check(OpKind::route_sigmoid_topk);
-    std::vector<float> host(logits.numel());
-    tensor_read(logits, host);
-    return route_sigmoid_host(logits.rows(), logits.cols(), host, bias, p);
-}
-
 void CudaBackend::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) {
     fault_check(OpKind::layer_norm);
     check(w.format() == Format::f32 && b.format() == Format::f32 && w.rows() * w.cols() == x.cols() &&
               b.rows() * b.cols() == x.cols(),
           "layer_norm: weight and bias must be f32 [{}]", x.cols());
-    check_owner(x, this, "layer_norm x");
+    check_owner(x, "layer_norm x");
     check_shape(out, x.rows(), x.cols(), "layer_norm out");
     cuda::layer_norm(dev(x), static_cast<const float*>(resident(w, "layer_norm").data),
                      static_cast<const float*>(resident(b, "layer_norm").data), eps, x.rows(), x.cols(),
@@ -325,8 +285,8 @@ void CudaBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tenso
     fault_check(OpKind::dsa_select);
     dsa_args_check(q, weights, k, cache, s, pos0, out);
     for (const Tensor* t : {&q, &weights, &k, static_cast<const Tensor*>(&cache)})
-        check_owner(*t, this, "dsa_select");
-    check_owner(out, this, "dsa_select out");
+        check_owner(*t, "dsa_select");
+    check_owner(out, "dsa_select out");
     const int64_t n = q.rows(), total = pos0 + n;
     cuda_check(cudaMemcpyAsync(dev(cache) + pos0 * s.head_dim, dev(k), k.numel() * sizeof(float),
                                cudaMemcpyDeviceToDevice, ctx_->compute),

@@ -1,4 +1,4 @@
-// The CUDA backend's VRAM tier of routed experts (backend/device_expert_tier.h) and its uploads.
+// The CUDA backend's VRAM tier of routed experts (backend/device/expert_tier.h) and its uploads.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,7 +8,7 @@
 
 #include "backend/cuda/context.h"
 #include "backend/cuda/kernels.h"
-#include "backend/device_expert_tier.h"
+#include "backend/device/expert_tier.h"
 #include "backend/tensor.h"
 
 namespace coli::cuda {

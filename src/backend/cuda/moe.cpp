@@ -16,59 +16,22 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/limits.h"
+#include "backend/moe_plan.h"
 #include "core/error.h"
 
 namespace coli {
 
 using cuda::cuda_check;
 
-// Which rows go to which expert.
-struct ExpertPlan {
-    std::vector<int32_t> rows;       // token of each routed row, grouped by expert, in token order
-    std::vector<float> gains;        // router weight of each routed row
-    std::vector<int64_t> offset;     // expert i's rows: [offset[i], offset[i + 1])
-    std::vector<size_t> used;        // experts with rows, in span order
-    int64_t max_m = 0;               // most rows of one expert
-    int64_t max_ff = 0, min_ff = 0;  // largest and smallest d_ff
-    bool batchable = true;  // one d_ff, one format per matrix kind, rows of whole GEMV chunks, k combinable
-};
-
 namespace {
 
-bool batch_fits(const Weight& w, Format f) {
-    return w.format() == f && cuda::gemv_batch_fits({w.format(), w.rows(), w.cols(), nullptr, nullptr});
+bool batch_fits(const Weight& w) {
+    return cuda::gemv_batch_fits({w.format(), w.rows(), w.cols(), nullptr, nullptr});
 }
 
-ExpertPlan expert_plan(std::span<const ExpertWeights> experts, const Routing& r, int64_t d_model) {
-    ExpertPlan p;
-    p.offset.assign(experts.size() + 1, 0);
-    for (size_t i = 0; i < experts.size(); ++i) {
-        const ExpertWeights& e = experts[i];
-        check(e.act.kind == experts.front().act.kind,
-              "moe_experts: experts of one call must share an activation");
-        check(e.gate.cols() == d_model && e.up.cols() == d_model && e.down.rows() == d_model &&
-                  e.down.cols() == e.gate.rows() && e.up.rows() == e.gate.rows(),
-              "moe_experts: expert {} has shapes that do not fit d_model {}", e.id, d_model);
-        for (int64_t t = 0; t < r.n_tokens; ++t)
-            for (int j = 0; j < r.k; ++j)
-                if (r.experts[t * r.k + j] == e.id) {
-                    p.rows.push_back(static_cast<int32_t>(t));
-                    p.gains.push_back(r.weights[t * r.k + j]);
-                }
-        p.offset[i + 1] = static_cast<int64_t>(p.rows.size());
-        if (p.offset[i + 1] > p.offset[i]) p.used.push_back(i);
-        p.max_m = std::max(p.max_m, p.offset[i + 1] - p.offset[i]);
-        p.max_ff = std::max(p.max_ff, e.gate.rows());
-        p.min_ff = i == 0 ? e.gate.rows() : std::min(p.min_ff, e.gate.rows());
-        const ExpertWeights& e0 = experts.front();
-        p.batchable = p.batchable && batch_fits(e.gate, e0.gate.format()) &&
-                      batch_fits(e.up, e0.gate.format()) && batch_fits(e.down, e0.down.format());
-    }
-    // The combine carries one token's k slots in its launch parameters at least.
-    p.batchable =
-        p.batchable && p.max_m <= kCudaGemvMaxTokens && p.min_ff == p.max_ff && r.k <= kCudaCombineMaxSlots;
-    return p;
-}
+// The batched GEMVs take kCudaGemvMaxTokens rows of an expert; the combine carries one token's k slots in
+// its launch parameters at least.
+constexpr MoeBatchLimits kBatchLimits{kCudaGemvMaxTokens, kCudaCombineMaxSlots, batch_fits};
 
 cuda::GluArgs glu_args(const GluActivation& a) {
     return {a.kind, a.beta, a.linear_beta};
@@ -84,23 +47,15 @@ cuda::Scratch<T> device_copy(const std::shared_ptr<cuda::Context>& ctx, const st
 
 // y[t] += each of token t's routed rows of out, in the order the experts are used (as the CPU adds them), by
 // moe_combine launches whose slots travel in their parameters, as many tokens per launch as fit.
-void moe_combine_launch(const ExpertPlan& p, const Routing& r, const float* out, int64_t d_model, float* y,
+void moe_combine_launch(const MoePlan& p, const Routing& r, const float* out, int64_t d_model, float* y,
                         cudaStream_t s) {
-    std::vector<int32_t> slots(r.n_tokens * r.k, -1);
-    std::vector<float> gains(r.n_tokens * r.k, 0.0f);
-    std::vector<int> filled(r.n_tokens, 0);
-    for (size_t i : p.used)
-        for (int64_t j = p.offset[i]; j < p.offset[i + 1]; ++j) {
-            const int32_t t = p.rows[j];
-            slots[t * r.k + filled[t]] = static_cast<int32_t>(j);
-            gains[t * r.k + filled[t]++] = p.gains[j];
-        }
+    const MoeSlots slots = moe_slots(p, r);
     const int64_t per_launch = kCudaCombineMaxSlots / r.k;
     for (int64_t t0 = 0; t0 < r.n_tokens; t0 += per_launch) {
         const int64_t n = std::min(per_launch, r.n_tokens - t0);
         cuda::CombineSlots c;
-        std::copy_n(slots.begin() + t0 * r.k, n * r.k, c.slots);
-        std::copy_n(gains.begin() + t0 * r.k, n * r.k, c.gains);
+        std::copy_n(slots.rows.begin() + t0 * r.k, n * r.k, c.slots);
+        std::copy_n(slots.gains.begin() + t0 * r.k, n * r.k, c.gains);
         cuda::moe_combine(out, d_model, c, n, r.k, y + t0 * d_model, s);
     }
 }
@@ -114,24 +69,24 @@ void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Rout
     check(y.rows() == x.rows() && y.cols() == d_model, "moe_experts y: shape [{}, {}], expected [{}, {}]",
           y.rows(), y.cols(), x.rows(), d_model);
     check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
-    check(x.backend() == this && y.backend() == this, "moe_experts: tensors held by another backend");
-    if (!tier_) tier_ = cuda::expert_tier_new(ctx_, budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
-    tier_->call_begin();
-    const ExpertPlan plan = expert_plan(experts, r, d_model);
-    if (plan.rows.empty()) return;
-    if (plan.batchable)
-        moe_batched(plan, experts, r, x, y);
+    check_owner(x, "moe_experts x");
+    check_owner(y, "moe_experts y");
+    cuda::ExpertTier& tier = tier_for_call<cuda::ExpertTier>();
+    const MoePlan plan = moe_plan(experts, r, d_model);
+    if (plan.used.empty()) return;
+    if (moe_batchable(plan, experts, r, kBatchLimits))
+        moe_batched(tier, plan, experts, r, x, y);
     else
-        moe_per_expert(plan, experts, x, y);
+        moe_per_expert(tier, plan, experts, x, y);
 }
 
-void CudaBackend::moe_batched(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Routing& r,
+void CudaBackend::moe_batched(cuda::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts, const Routing& r,
                               const Tensor& x, Tensor& y) {
     cudaStream_t s = ctx_->compute;
-    const int64_t d_model = x.cols(), d_ff = p.max_ff, total = static_cast<int64_t>(p.rows.size());
-    const cuda::GluArgs act = glu_args(experts.front().act);
+    const int64_t d_model = x.cols(), d_ff = p.max_ff, total = p.total();
+    const cuda::GluArgs act = glu_args(experts[p.used.front()].act);
     std::vector<std::shared_ptr<cuda::DeviceExpert>> dev;
-    for (size_t i : p.used) dev.push_back(tier_->acquire(experts[i]));  // all uploads queued first
+    for (size_t i : p.used) dev.push_back(tier.acquire(experts[i]));  // all uploads queued first
     for (const auto& d : dev)  // a wait for an upload long done would only keep the GEMV from starting early
         if (cudaEventQuery(d->ready) != cudaSuccess)
             cuda_check(cudaStreamWaitEvent(s, d->ready, 0), "wait for expert upload");
@@ -174,29 +129,28 @@ void CudaBackend::moe_batched(const ExpertPlan& p, std::span<const ExpertWeights
     moe_combine_launch(p, r, out.get(), d_model, static_cast<float*>(y.storage()), s);
 }
 
-void CudaBackend::moe_per_expert(const ExpertPlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
+void CudaBackend::moe_per_expert(cuda::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
                                  Tensor& y) {
     cudaStream_t s = ctx_->compute;
     const int64_t d_model = x.cols();
-    const cuda::GluArgs act = glu_args(experts.front().act);
     const cuda::Scratch<int32_t> d_rows = device_copy(ctx_, p.rows);
     const cuda::Scratch<float> d_gains = device_copy(ctx_, p.gains);
-    cuda::Scratch<float> xs(ctx_, p.max_m * d_model), gate(ctx_, p.max_m * p.max_ff),
-        up(ctx_, p.max_m * p.max_ff), out(ctx_, p.max_m * d_model);
+    cuda::Scratch<float> xs(ctx_, p.max_rows * d_model), gate(ctx_, p.max_rows * p.max_ff),
+        up(ctx_, p.max_rows * p.max_ff), out(ctx_, p.max_rows * d_model);
 
-    std::shared_ptr<cuda::DeviceExpert> next = tier_->acquire(experts[p.used[0]]);
+    std::shared_ptr<cuda::DeviceExpert> next = tier.acquire(experts[p.used[0]]);
     for (size_t u = 0; u < p.used.size(); ++u) {
         const size_t i = p.used[u];
         const std::shared_ptr<cuda::DeviceExpert> dev = next;  // kept alive until its kernels are queued
         if (u + 1 < p.used.size())
-            next = tier_->acquire(experts[p.used[u + 1]]);  // upload overlaps the kernels below
-        const int64_t m = p.offset[i + 1] - p.offset[i], d_ff = dev->gate.rows;
+            next = tier.acquire(experts[p.used[u + 1]]);  // upload overlaps the kernels below
+        const int64_t m = p.rows_of(i), d_ff = dev->gate.rows;
         cuda_check(cudaStreamWaitEvent(s, dev->ready, 0), "wait for expert upload");
         cuda::gather_rows(static_cast<const float*>(x.storage()), d_model, d_rows.get() + p.offset[i], m,
                           xs.get(), s);
         matmul_device(dev->gate, xs.get(), m, gate.get());  // [m, d_ff]
         matmul_device(dev->up, xs.get(), m, up.get());      // [m, d_ff]
-        cuda::glu(gate.get(), up.get(), m * d_ff, act, gate.get(), s);
+        cuda::glu(gate.get(), up.get(), m * d_ff, glu_args(experts[i].act), gate.get(), s);
         matmul_device(dev->down, gate.get(), m, out.get());  // [m, d_model]
         cuda::scatter_add(out.get(), d_model, d_rows.get() + p.offset[i], d_gains.get() + p.offset[i], m,
                           static_cast<float*>(y.storage()), s);

@@ -24,9 +24,6 @@ constexpr const char* kIntDot = "VK_KHR_shader_integer_dot_product";
 // "0": the int4 GEMV never uses integer dot products; "1": it does wherever the device has them, also where
 // the driver emulates them (tests run that path on lavapipe). Unset: where the device accelerates them.
 constexpr const char* kIntDotEnv = "COLI_VULKAN_INT_DOT";
-// Set: ops' outputs start as NaN instead of undefined, so that an op which leaves part of its output
-// unwritten fails the op tests (tests run them so on lavapipe).
-constexpr const char* kPoisonOutputsEnv = "COLI_VULKAN_POISON_OUTPUTS";
 // Set: each dispatch is timed alone and the device time per shader is printed at exit (profile.h).
 constexpr const char* kProfileEnv = "COLI_VULKAN_PROFILE";
 
@@ -101,7 +98,6 @@ Context::Context(int index) {
                                            props.limits.maxDescriptorSetStorageBuffers);
     if (supported.shaderStorageBufferArrayDynamicIndexing && buffer_limit > kMaxBindings + 2)
         weight_slots = std::min(kMaxWeightSlots, (buffer_limit - kMaxBindings) / 2);
-    poison_outputs = std::getenv(kPoisonOutputsEnv) != nullptr;
     profile = std::getenv(kProfileEnv) != nullptr;
     subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&

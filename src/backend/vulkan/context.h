@@ -40,7 +40,6 @@ struct Context {
     bool int_dot = false;                               // packed 4x8-bit integer dot products (int4 GEMV)
     uint32_t weight_slots = 1;                          // weights per slot array (1: no batched GEMV)
     bool pipeline_stats = false;                        // pipelines report their compiled code's statistics
-    bool poison_outputs = false;                        // ops' outputs start as NaN (tests: written in full)
     bool profile = false;                               // device time per shader (profile.h)
     uint32_t timestamp_bits = 0;                        // valid bits of the queue's timestamps (0: none)
     uint32_t local_type = 0;                            // device-local memory type (tensors, weights)

@@ -1,10 +1,10 @@
-// The Vulkan backend's device tier of routed experts (backend/device_expert_tier.h) and its uploads.
+// The Vulkan backend's device tier of routed experts (backend/device/expert_tier.h) and its uploads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
-#include "backend/device_expert_tier.h"
+#include "backend/device/expert_tier.h"
 #include "backend/tensor.h"
 #include "backend/vulkan/stream.h"
 #include "backend/vulkan/weights.h"

@@ -7,6 +7,7 @@
 //   otherwise: per expert, in the order given (ascending id, as the CPU adds them): gather its tokens, gate
 //     and up matmuls, the activation, down matmul, add back weighted.
 #include <bit>
+#include <limits>
 #include <vector>
 
 #include "backend/vulkan/limits.h"
@@ -36,28 +37,14 @@ struct CombinePush {
     uint32_t gain_first;  // and the gains
 };
 
-bool same_act(const GluActivation& a, const GluActivation& b) {
-    return a.kind == b.kind && a.beta == b.beta && a.linear_beta == b.linear_beta;
+bool gemv_takes(const Weight& w) {
+    return vk::gemv_fits(vk::DeviceWeight{w.format(), w.rows(), w.cols()});
 }
 
-bool gemv_takes(const Weight& w, Format f) {
-    return w.format() == f && vk::gemv_fits(vk::DeviceWeight{w.format(), w.rows(), w.cols()});
-}
+// The batched GEMVs take kVulkanGemvMaxTokens rows of an expert; the combine reads its slots from a buffer.
+constexpr MoeBatchLimits kBatchLimits{kVulkanGemvMaxTokens, std::numeric_limits<int>::max(), gemv_takes};
 
 }  // namespace
-
-namespace vk {
-
-// Which rows go to which expert.
-struct MoePlan {
-    std::vector<int32_t> rows;   // token of each routed row, grouped by expert, in token order
-    std::vector<float> gains;    // router weight of each routed row
-    std::vector<size_t> offset;  // expert i's rows: [offset[i], offset[i + 1])
-    std::vector<size_t> used;    // experts with rows, in span order
-    bool batchable = true;       // the batched GEMVs take the call (see the top of this file)
-};
-
-}  // namespace vk
 
 void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                                 Tensor& y) {
@@ -67,58 +54,31 @@ void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Ro
     check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
     check_owner(x, "moe_experts x");
     check_owner(y, "moe_experts y");
-    if (!tier_) tier_ = vk::expert_tier_new(stream_, budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
-    tier_->call_begin();
-    vk::MoePlan p;
-    p.offset.push_back(0);
-    p.batchable = ctx_->weight_slots >= 2;
-    for (size_t i = 0; i < experts.size(); ++i) {
-        const ExpertWeights& e = experts[i];
-        check(e.gate.cols() == d_model && e.up.cols() == d_model && e.down.rows() == d_model &&
-                  e.down.cols() == e.gate.rows() && e.up.rows() == e.gate.rows(),
-              "moe_experts: expert {} has shapes that do not fit d_model {}", e.id, d_model);
-        for (int64_t t = 0; t < r.n_tokens; ++t)
-            for (int j = 0; j < r.k; ++j)
-                if (r.experts[t * r.k + j] == e.id) {
-                    p.rows.push_back(static_cast<int32_t>(t));
-                    p.gains.push_back(r.weights[t * r.k + j]);
-                }
-        p.offset.push_back(p.rows.size());
-        if (p.offset[i + 1] == p.offset[i]) continue;
-        p.used.push_back(i);
-        const ExpertWeights& e0 = experts[p.used.front()];
-        p.batchable = p.batchable && p.offset[i + 1] - p.offset[i] <= kVulkanGemvMaxTokens &&
-                      e.gate.rows() == e0.gate.rows() && same_act(e.act, e0.act) &&
-                      gemv_takes(e.gate, e0.gate.format()) && gemv_takes(e.up, e0.gate.format()) &&
-                      gemv_takes(e.down, e0.down.format());
-    }
-    if (p.rows.empty()) return;
-    if (p.batchable)
-        moe_batched(p, experts, r, x, y);
+    vk::ExpertTier& tier = tier_for_call<vk::ExpertTier>();
+    const MoePlan p = moe_plan(experts, r, d_model);
+    if (p.used.empty()) return;
+    // The batched GEMV binds an expert's gate and up at once: two weight slots.
+    if (ctx_->weight_slots >= 2 && moe_batchable(p, experts, r, kBatchLimits))
+        moe_batched(tier, p, experts, r, x, y);
     else
-        moe_per_expert(p, experts, x, y);
+        moe_per_expert(tier, p, experts, x, y);
     stream_.flush();  // the device runs the experts while the host records what follows
 }
 
-void VulkanBackend::moe_batched(const vk::MoePlan& p, std::span<const ExpertWeights> experts,
+void VulkanBackend::moe_batched(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
                                 const Routing& r, const Tensor& x, Tensor& y) {
     const int64_t d_model = x.cols(), d_ff = experts[p.used.front()].gate.rows();
-    const auto total = static_cast<uint32_t>(p.rows.size());
+    const auto total = static_cast<uint32_t>(p.total());
     const auto slots = static_cast<uint32_t>(r.n_tokens * r.k);
     std::vector<std::shared_ptr<vk::DeviceExpert>> dev;
-    for (size_t i : p.used) dev.push_back(tier_->acquire(experts[i]));
+    for (size_t i : p.used) dev.push_back(tier.acquire(experts[i]));
 
-    // One table: the routed rows' tokens, then each token's rows in the order the experts come (-1: none),
-    // then their gains (as f32 bits).
+    // One table: the routed rows' tokens, then the combine's slots (moe_slots: -1 for none), then their
+    // gains (as f32 bits).
+    const MoeSlots combine = moe_slots(p, r);
     std::vector<int32_t> table(p.rows);
-    table.resize(total + 2 * slots, -1);
-    std::vector<int> filled(r.n_tokens, 0);
-    for (size_t i : p.used)
-        for (size_t j = p.offset[i]; j < p.offset[i + 1]; ++j) {
-            const size_t s = p.rows[j] * r.k + filled[p.rows[j]]++;
-            table[total + s] = static_cast<int32_t>(j);
-            table[total + slots + s] = std::bit_cast<int32_t>(p.gains[j]);
-        }
+    table.insert(table.end(), combine.rows.begin(), combine.rows.end());
+    for (float g : combine.gains) table.push_back(std::bit_cast<int32_t>(g));
     const vk::BufferPtr routing = upload(table.data(), table.size() * sizeof(int32_t));
 
     vk::GemvJobs gate_up{{}, 2, {0}, buffer_of(x), routing, scratch(total * d_ff), experts[p.used[0]].act};
@@ -136,15 +96,15 @@ void VulkanBackend::moe_batched(const vk::MoePlan& p, std::span<const ExpertWeig
         groups_for(r.n_tokens * d_model, kThreads));
 }
 
-void VulkanBackend::moe_per_expert(const vk::MoePlan& p, std::span<const ExpertWeights> experts,
+void VulkanBackend::moe_per_expert(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
                                    const Tensor& x, Tensor& y) {
     const int64_t d_model = x.cols();
     const vk::BufferPtr rows = upload(p.rows.data(), p.rows.size() * sizeof(int32_t));
     const vk::BufferPtr row_gains = upload(p.gains.data(), p.gains.size() * sizeof(float));
     for (size_t i : p.used) {
-        const auto m = static_cast<int64_t>(p.offset[i + 1] - p.offset[i]);
+        const int64_t m = p.rows_of(i);
         const int64_t d_ff = experts[i].gate.rows();
-        const std::shared_ptr<vk::DeviceExpert> dev = tier_->acquire(experts[i]);
+        const std::shared_ptr<vk::DeviceExpert> dev = tier.acquire(experts[i]);
         const vk::BufferPtr xs = scratch(m * d_model), gate = scratch(m * d_ff), up = scratch(m * d_ff),
                             out = scratch(m * d_model);
         const RowsPush rp{uint32_t(m), uint32_t(d_model), uint32_t(p.offset[i])};

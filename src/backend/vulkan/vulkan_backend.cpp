@@ -1,4 +1,4 @@
-// The Vulkan backend: device selection, memory, weights, faults and the row-wise ops.
+// The Vulkan backend: device selection, memory, weights and the row-wise ops.
 #include "backend/vulkan/vulkan_backend.h"
 
 #include <fmt/format.h>
@@ -21,13 +21,11 @@ namespace coli {
 
 namespace {
 
-constexpr double kBytesPerGB = 1e9;
 constexpr double kBytesPerMB = 1e6;
-constexpr uint32_t kThreads = 256;                       // local size of the grid-stride shaders
-constexpr const char* kFailEnv = "COLI_VULKAN_FAIL_OP";  // comma-separated op names that fail on purpose
-constexpr uint32_t kPushUploadWords = 30;                // write_words.comp's kMaxWords: words per dispatch
+constexpr uint32_t kThreads = 256;             // local size of the grid-stride shaders
+constexpr uint32_t kPushUploadWords = 30;      // write_words.comp's kMaxWords: words per dispatch
 constexpr uint64_t kPushUploadMaxBytes = 480;  // uploads up to this size go through write_words dispatches
-constexpr uint32_t kPoisonWord = 0x7fc00000u;  // a quiet NaN: ops' outputs under Context::poison_outputs
+constexpr uint32_t kPoisonWord = 0x7fc00000u;  // a quiet NaN: ops' outputs under COLI_POISON_OUTPUTS
 
 // write_words.comp's push constants.
 struct WriteWordsPush {
@@ -82,49 +80,44 @@ std::unique_ptr<Backend> vulkan_backend_create(uint64_t vram_bytes, int device, 
 }
 
 VulkanBackend::VulkanBackend(std::shared_ptr<vk::Context> ctx, uint64_t vram_bytes, ThreadPool& pool)
-    : ctx_(std::move(ctx)), pipelines_(ctx_), stream_(ctx_), host_(pool) {
+    : DeviceBackend("vulkan", vulkan_supports, "device expert tier"),
+      ctx_(std::move(ctx)),
+      pipelines_(ctx_),
+      stream_(ctx_),
+      host_(pool) {
     placeholder_ = vk::buffer_new(ctx_, sizeof(float), vk::Memory::device);
     const uint64_t heap = ctx_->info.local_bytes;
-    const uint64_t usable = heap - std::min(kVulkanVramReserve, heap / kVulkanReserveShare);
-    check(vram_bytes <= heap, "--vram-gb {:.2f} exceeds the device's memory ({:.2f} GB)",
-          vram_bytes / kBytesPerGB, heap / kBytesPerGB);
-    budget_ = vram_bytes > 0 ? vram_bytes : usable;
-    fail_ = fault_ops_from_env(kFailEnv, "vulkan");
+    budget_set(vram_bytes, {heap, std::min(kVulkanVramReserve, heap / kVulkanReserveShare), "memory"});
 }
 
-std::string VulkanBackend::description() const {
-    std::string s = fmt::format(
-        "vulkan ({}; subgroups of {}{}; GEMV batches of {} weights; int4 GEMV on {}; {} uploads; budget "
-        "{:.2f} GB: dense weights {:.1f} MB resident",
-        vk::device_summary(ctx_->info), ctx_->subgroup_size, ctx_->subgroup_arithmetic ? " with add" : "",
-        ctx_->weight_slots, ctx_->int_dot ? "integer dot products" : "f32 FMAs",
-        ctx_->unified() ? "in-place" : "staged", budget_ / kBytesPerGB, dense_bytes_ / kBytesPerMB);
-    if (dense_on_host_ > 0)
-        s += fmt::format(", {:.1f} MB left on the host (their ops fall back)", dense_on_host_ / kBytesPerMB);
-    return s + ")";
+std::string VulkanBackend::device_description() const {
+    return fmt::format("{}; subgroups of {}{}; GEMV batches of {} weights; int4 GEMV on {}; {} uploads",
+                       vk::device_summary(ctx_->info), ctx_->subgroup_size,
+                       ctx_->subgroup_arithmetic ? " with add" : "", ctx_->weight_slots,
+                       ctx_->int_dot ? "integer dot products" : "f32 FMAs", ctx_->unified() ? "in-place" : "staged");
 }
 
-std::string VulkanBackend::stats() const {
-    return tier_ ? tier_->summary() : "device expert tier: unused";
+uint64_t VulkanBackend::weight_device_bytes(const WeightView& w) const {
+    return vk::device_bytes_of(w);
 }
 
-bool VulkanBackend::supports(const OpDesc& d) const {
-    if (!vulkan_supports(d)) return false;
-    return !weight_left_on_host(d);
+std::shared_ptr<void> VulkanBackend::weight_to_device(const WeightView& w) {
+    return std::make_shared<vk::DeviceWeight>(vk::weight_to_device(stream_, w));
 }
 
-void VulkanBackend::fault_check(OpKind op) const {
-    if (fail_[static_cast<size_t>(op)]) fail("vulkan: {} failed: injected by {}", op_name(op), kFailEnv);
+bool VulkanBackend::weight_placeable(const Weight& w) const {
+    const bool too_large = w.host.data_bytes() > ctx_->props.limits.maxStorageBufferRange ||
+                           w.rows() * w.cols() >= kVulkanMaxElements;
+    if (too_large)
+        log_warn(
+            "vulkan: a [{}, {}] {} weight exceeds the device's largest storage buffer ({:.1f} MB): its ops run "
+            "on the CPU",
+            w.rows(), w.cols(), format_name(w.format()), ctx_->props.limits.maxStorageBufferRange / kBytesPerMB);
+    return !too_large;
 }
 
-void VulkanBackend::check_owner(const Tensor& t, const char* what) const {
-    check(t.backend() == this, "vulkan {}: the tensor is held by another backend", what);
-}
-
-const vk::DeviceWeight& VulkanBackend::resident(const Weight& w, const char* op) {
-    check(w.device != nullptr, "vulkan {}: the weight is not in device memory (over the --vram-gb budget)",
-          op);
-    return *static_cast<const vk::DeviceWeight*>(w.device.get());
+std::unique_ptr<ExpertTier> VulkanBackend::tier_create(uint64_t capacity) {
+    return vk::expert_tier_new(stream_, capacity);
 }
 
 vk::BufferPtr VulkanBackend::scratch(int64_t count) {
@@ -162,7 +155,7 @@ Tensor VulkanBackend::tensor_new_unfilled(int64_t rows, int64_t cols) {
     check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
     check(rows * cols < kVulkanMaxElements, "vulkan tensor_new: [{}, {}] exceeds 2^32 elements", rows, cols);
     vk::BufferPtr b = scratch(rows * cols);
-    if (ctx_->poison_outputs) stream_.fill(b, kPoisonWord);
+    if (outputs_poisoned()) stream_.fill(b, kPoisonWord);
     return Tensor(this, rows, cols, std::move(b));
 }
 
@@ -178,27 +171,6 @@ void VulkanBackend::tensor_read(const Tensor& t, std::span<float> dst) {
           t.numel());
     check_owner(t, "tensor_read");
     stream_.download(buffer_of(t), 0, dst.data(), dst.size_bytes());
-}
-
-Weight VulkanBackend::weight_upload(const Weight& w) {
-    if (w.device != nullptr) return w;
-    const uint64_t bytes = vk::device_bytes_of(w.host);
-    const bool too_large = w.host.data_bytes() > ctx_->props.limits.maxStorageBufferRange ||
-                           w.rows() * w.cols() >= kVulkanMaxElements;
-    if (too_large || dense_bytes_ + bytes > budget_) {
-        if (too_large)
-            log_warn(
-                "vulkan: a [{}, {}] {} weight exceeds the device's largest storage buffer ({:.1f} MB): "
-                "its ops run on the CPU",
-                w.rows(), w.cols(), format_name(w.format()),
-                ctx_->props.limits.maxStorageBufferRange / kBytesPerMB);
-        dense_on_host_ += bytes;
-        return w;  // stays on the host; supports() declines its ops, Ops names it now and counts later
-    }
-    Weight out = w;
-    out.device = std::make_shared<vk::DeviceWeight>(vk::weight_to_device(stream_, w.host));
-    dense_bytes_ += bytes;
-    return out;
 }
 
 void VulkanBackend::embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) {
@@ -317,13 +289,6 @@ Routing VulkanBackend::route_softmax_topk(const Tensor& logits, int k, bool reno
     Tensor t = host_.tensor_new(logits.rows(), logits.cols());
     host_.tensor_write(t, host);
     return host_.route_softmax_topk(t, k, renormalize);
-}
-
-Routing VulkanBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
-    fault_check(OpKind::route_sigmoid_topk);
-    std::vector<float> host(logits.numel());
-    tensor_read(logits, host);
-    return route_sigmoid_host(logits.rows(), logits.cols(), host, bias, p);
 }
 
 }  // namespace coli

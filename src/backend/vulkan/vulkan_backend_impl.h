@@ -1,11 +1,8 @@
 // The Vulkan backend: every op of backend.h on one Vulkan 1.2 device, for every weight format of format.h.
 //
-// Placement: dense weights are copied to device memory by weight_upload within the budget (--vram-gb); a
-// weight beyond it stays on the host and its ops are declined (the dispatcher runs them on the CPU,
-// counted). Routed experts arrive as host views and go through the device expert tier. Activations
-// (Tensor storage) are device buffers; only tensor_read / tensor_write and the routers' inputs cross to
-// the host. Commands queue on one stream and run when the host needs a result.
-// Faults: COLI_VULKAN_FAIL_OP=op[,op...] makes those ops throw, to exercise the counted CPU fallback.
+// Placement, budget, faults: DeviceBackend (backend/device/device_backend.h). Activations (Tensor storage)
+// are device buffers; only tensor_read / tensor_write and the routers' inputs cross to the host. Commands
+// queue on one stream and run when the host needs a result.
 #pragma once
 
 #include <array>
@@ -15,6 +12,8 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device/device_backend.h"
+#include "backend/moe_plan.h"
 #include "backend/vulkan/context.h"
 #include "backend/vulkan/expert_tier.h"
 #include "backend/vulkan/gemv.h"
@@ -25,7 +24,6 @@
 namespace coli {
 
 namespace vk {
-struct MoePlan;   // moe.cpp
 struct MixShape;  // attention.cpp
 }  // namespace vk
 
@@ -34,21 +32,16 @@ inline constexpr uint64_t kVulkanVramReserve = 2ull << 30;
 // On small devices (integrated GPUs, lavapipe) the reserve is at most this fraction of the heap: 1 / 4.
 inline constexpr uint64_t kVulkanReserveShare = 4;
 
-class VulkanBackend final : public Backend {
+class VulkanBackend final : public DeviceBackend {
 public:
     VulkanBackend(std::shared_ptr<vk::Context> ctx, uint64_t vram_bytes, ThreadPool& pool);
 
-    std::string_view name() const override { return "vulkan"; }
-    std::string description() const override;
-    bool supports(const OpDesc& d) const override;
-    std::string stats() const override;
     double copy_gbps_measure() override;
 
     Tensor tensor_new(int64_t rows, int64_t cols) override;
     Tensor tensor_new_unfilled(int64_t rows, int64_t cols) override;
     void tensor_write(Tensor& t, std::span<const float> src) override;
     void tensor_read(const Tensor& t, std::span<float> dst) override;
-    Weight weight_upload(const Weight& w) override;
 
     void embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out) override;
     void rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) override;
@@ -65,7 +58,6 @@ public:
     void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
                        KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
                        Tensor& out) override;
-    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) override;
     void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) override;
     void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache, const DsaShape& s,
                     int64_t pos0, Tensor& out) override;
@@ -108,14 +100,21 @@ private:
     // Writes host bytes to the start of b in stream order: small tables from push constants (write_words),
     // the rest through the stream's upload.
     void buffer_write(const vk::BufferPtr& b, const void* src, uint64_t bytes);
-    void fault_check(OpKind op) const;  // throws coli::Error when COLI_VULKAN_FAIL_OP names op
-    void check_owner(const Tensor& t, const char* what) const;
-    static const vk::DeviceWeight& resident(const Weight& w, const char* op);  // throws when on host only
+    std::string device_description() const override;
+    uint64_t weight_device_bytes(const WeightView& w) const override;
+    std::shared_ptr<void> weight_to_device(const WeightView& w) override;
+    bool weight_placeable(const Weight& w) const override;  // within the largest storage buffer
+    std::unique_ptr<ExpertTier> tier_create(uint64_t capacity) override;
+
+    // A dense weight's device copy; throws when it stayed on the host.
+    const vk::DeviceWeight& resident(const Weight& w, const char* op) const {
+        return DeviceBackend::resident<vk::DeviceWeight>(w, op);
+    }
     // moe_experts' two paths (moe.cpp).
-    void moe_batched(const vk::MoePlan& p, std::span<const ExpertWeights> experts, const Routing& r,
-                     const Tensor& x, Tensor& y);
-    void moe_per_expert(const vk::MoePlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
-                        Tensor& y);
+    void moe_batched(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
+                     const Routing& r, const Tensor& x, Tensor& y);
+    void moe_per_expert(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
+                        const Tensor& x, Tensor& y);
     // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0).
     void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys);
     // GQA attention of `queries` queries from i0 in splits of each row's keys, joined per row.
@@ -130,11 +129,6 @@ private:
     vk::Stream stream_;
     CpuBackend host_;                       // the routers run on the host, by the CPU's code
     vk::BufferPtr placeholder_;             // bound where a shader does not use a binding
-    uint64_t budget_ = 0;                   // bytes for dense weights + expert tier
-    uint64_t dense_bytes_ = 0;              // dense weights resident
-    uint64_t dense_on_host_ = 0;            // dense weights left on the host (over budget or too large)
-    std::unique_ptr<vk::ExpertTier> tier_;  // made at the first moe_experts, with what dense left
-    std::array<bool, static_cast<size_t>(OpKind::count_)> fail_{};  // ops with an injected fault
 };
 
 // The device buffer behind a tensor of the Vulkan backend.

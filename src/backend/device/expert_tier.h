@@ -28,23 +28,46 @@ struct TierStats {
     uint64_t resident_bytes = 0;  // bytes held now
 };
 
+// What a device backend's base knows of its tier, whatever the expert type: the budget and the counts.
+class ExpertTier {
+public:
+    virtual ~ExpertTier() = default;
+
+    // Starts a moe_experts call: experts acquired within it are not evicted until the next call.
+    void call_begin() { ++call_; }
+
+    const TierStats& stats() const { return stats_; }
+    uint64_t capacity() const { return capacity_; }
+
+    // One line for `coli run`'s end-of-run report.
+    std::string summary() const {
+        constexpr double kMB = 1e6, kGB = 1e9;
+        return fmt::format(
+            "{}: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, {:.1f} MB resident of {:.2f} GB",
+            name_, stats_.hits, stats_.uploads, stats_.upload_bytes / kMB, stats_.evictions, stats_.uncached,
+            stats_.resident_bytes / kMB, capacity_ / kGB);
+    }
+
+protected:
+    // name: the tier as messages call it ("vram expert tier").
+    ExpertTier(std::string name, uint64_t capacity_bytes) : name_(std::move(name)), capacity_(capacity_bytes) {}
+
+    std::string name_;
+    uint64_t capacity_;
+    uint64_t call_ = 0;
+    TierStats stats_;
+};
+
 // Expert: a backend's device copy of one expert, with `gate` (rows, cols, format), `bytes` (its device
 // bytes) and `used_in_call` (the moe_experts call that last used it: not evictable during it).
 template <class Expert>
-class DeviceExpertTier {
+class DeviceExpertTier final : public ExpertTier {
 public:
     using BytesOf = std::function<uint64_t(const ExpertWeights&)>;                // device bytes of an expert
     using Upload = std::function<std::shared_ptr<Expert>(const ExpertWeights&)>;  // queues the copy
 
-    // name: the tier as messages call it ("cuda: VRAM tier").
     DeviceExpertTier(std::string name, uint64_t capacity_bytes, BytesOf bytes_of, Upload upload)
-        : name_(std::move(name)),
-          capacity_(capacity_bytes),
-          bytes_of_(std::move(bytes_of)),
-          upload_(std::move(upload)) {}
-
-    // Starts a moe_experts call: experts acquired within it are not evicted until the next call.
-    void call_begin() { ++call_; }
+        : ExpertTier(std::move(name), capacity_bytes), bytes_of_(std::move(bytes_of)), upload_(std::move(upload)) {}
 
     // The device copy of e, uploading it when missing. Memory of evicted experts is released by the
     // backend after the commands already queued have run (their shared_ptr is held there).
@@ -79,18 +102,6 @@ public:
         return d;
     }
 
-    const TierStats& stats() const { return stats_; }
-    uint64_t capacity() const { return capacity_; }
-
-    // One line for `coli run`'s end-of-run report.
-    std::string summary() const {
-        constexpr double kMB = 1e6, kGB = 1e9;
-        return fmt::format(
-            "{}: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, {:.1f} MB resident of {:.2f} GB",
-            name_, stats_.hits, stats_.uploads, stats_.upload_bytes / kMB, stats_.evictions, stats_.uncached,
-            stats_.resident_bytes / kMB, capacity_ / kGB);
-    }
-
 private:
     static uint64_t key_of(int32_t layer, int32_t id) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 32) | static_cast<uint32_t>(id);
@@ -117,14 +128,10 @@ private:
         std::list<uint64_t>::iterator pos;
     };
 
-    std::string name_;
-    uint64_t capacity_;
     BytesOf bytes_of_;
     Upload upload_;
-    uint64_t call_ = 0;
     std::list<uint64_t> lru_;  // keys, most recent first
     std::unordered_map<uint64_t, Slot> slots_;
-    TierStats stats_;
 };
 
 }  // namespace coli
