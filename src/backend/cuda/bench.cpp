@@ -3,7 +3,8 @@
 //     one matrix per launch and, as moe_experts runs decode, a MoE layer's experts in two batched launches.
 //   GEMM (prefill): TFLOP/s of matmul_device per format beside plain cuBLAS bf16 (bf16 x, one pass).
 // Weights rotate over enough copies to exceed the L2 cache, so every call reads HBM. Calls are timed in
-// back-to-back runs on the stream, as a decode step queues them, and the median run is reported.
+// back-to-back runs on the stream, as a decode step queues them, by the harness every backend's bench uses
+// (backend/device/bench.h), between events of the compute stream.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,8 +15,8 @@
 #include "backend/cuda/blas.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_backend_impl.h"
+#include "backend/device/bench.h"
 #include "core/error.h"
-#include "core/median.h"
 #include "core/random.h"
 
 namespace coli {
@@ -24,35 +25,48 @@ using cuda::cuda_check;
 
 namespace {
 
-constexpr int kWarmup = 5;                   // untimed runs before timing
-constexpr int kRepeats = 21;                 // timed runs; the median is reported
-constexpr int kCallsPerRun = 20;             // back-to-back calls per timed run
 constexpr uint64_t kCopyBytes = 2ull << 30;  // span of the same-size copies
 constexpr int kL2Multiple = 4;               // rotate weight copies until they span this many L2 sizes
 constexpr int kMaxCopies = 64;               // at most this many copies of one weight
 constexpr int64_t kPrefillTokens = 2048;     // tokens of the prefill GEMM
 constexpr double kGiga = 1e9, kTera = 1e12;
 
-// Milliseconds per call of f on the stream: the median of kRepeats runs of `calls` back-to-back calls.
-template <typename F>
-double time_ms(cudaStream_t s, F&& f, int calls = kCallsPerRun) {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    int i = 0;
-    for (int w = 0; w < kWarmup; ++w) f(i++);
-    std::vector<float> ms(kRepeats);
-    for (float& run : ms) {
-        cudaEventRecord(a, s);
-        for (int c = 0; c < calls; ++c) f(i++);
-        cudaEventRecord(b, s);
-        cuda_check(cudaEventSynchronize(b), "bench timing");
-        cudaEventElapsedTime(&run, a, b);
-        run /= static_cast<float>(calls);
+// The device's time between marks: events recorded on the stream.
+class EventClock final : public BenchClock {
+public:
+    explicit EventClock(cudaStream_t s) : s_(s) {}
+    ~EventClock() override {
+        for (cudaEvent_t e : events_) cudaEventDestroy(e);
     }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return median(ms);
+    void mark() override {
+        cudaEvent_t e = nullptr;
+        cuda_check(cudaEventCreate(&e), "bench event");
+        events_.push_back(e);
+        cuda_check(cudaEventRecord(e, s_), "bench event record");
+    }
+    std::vector<double> marks_ms() override {
+        cuda_check(cudaEventSynchronize(events_.back()), "bench timing");
+        std::vector<double> ms;
+        for (cudaEvent_t e : events_) {
+            float t = 0;
+            cuda_check(cudaEventElapsedTime(&t, events_.front(), e), "bench event time");
+            ms.push_back(t);
+        }
+        for (cudaEvent_t e : events_) cudaEventDestroy(e);
+        events_.clear();
+        return ms;
+    }
+
+private:
+    cudaStream_t s_;
+    std::vector<cudaEvent_t> events_;
+};
+
+// Milliseconds per call of f on the stream (bench_ms).
+template <typename F>
+double time_ms(cudaStream_t s, F&& f) {
+    EventClock clock(s);
+    return bench_ms(clock, f);
 }
 
 // Device-to-device copies of `bytes` (bytes read + written / time, as the large copy), each from a

@@ -1,9 +1,10 @@
 // `coli test-ops --bench` on Vulkan: decode GEMV speed per format beside its bound, measured in the same
 // run: weight bytes / time against a device-to-device copy (bytes read + written / time) of the whole
 // buffer and of the same bytes. Weights rotate over copies spanning kSpanBytes so that calls read device
-// memory, not a cache. Times are the device's (GPU timestamps around kCallsPerRun back-to-back calls in one
-// submission, as CUDA's events time its kernels), the median of kRepeats runs; the commands' recording on
-// the host, which precedes the submission, is not in them (the MoE layer also shows the wall time).
+// memory, not a cache. Times come from the harness every backend's bench uses (backend/device/bench.h):
+// the device's (GPU timestamps between runs of back-to-back calls, as CUDA's events time its kernels); the
+// commands' recording on the host, which precedes the submission, is not in them (the MoE layer also shows
+// the wall time).
 // moe_experts submits its own commands (the host records what follows while they run), so its device time
 // includes a submission per call.
 #include <fmt/format.h>
@@ -15,10 +16,10 @@
 #include <vector>
 
 #include "backend/bench_shapes.h"
+#include "backend/device/bench.h"
 #include "backend/vulkan/vulkan_backend.h"
 #include "backend/vulkan/vulkan_backend_impl.h"
 #include "core/error.h"
-#include "core/median.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
 
@@ -26,14 +27,10 @@ namespace coli {
 
 namespace {
 
-constexpr int kWarmup = 3;                     // untimed runs before timing
-constexpr int kRepeats = 9;                    // timed runs; the median is reported
-constexpr int kCallsPerRun = 100;              // back-to-back calls per timed run
 constexpr uint64_t kCopyBytes = 1ull << 30;    // the clock warm-up's copy size (at most)
 constexpr uint64_t kSpanBytes = 256ull << 20;  // weight copies rotated over: several times any L2 cache
 constexpr int kMaxCopies = 64;                 // at most this many copies of one weight
 constexpr double kGiga = 1e9;
-constexpr int kMoeCallsPerRun = 10;  // MoE layers per timed run
 constexpr int kMaxMoeLayers = 8;     // layers of experts rotated over at most
 
 // The device's clocks: an idle GPU lowers them, and between the bench's submissions it idles while the host
@@ -43,46 +40,51 @@ constexpr int kMaxMoeLayers = 8;     // layers of experts rotated over at most
 constexpr double kClockWarmupMs = 250.0;  // wall time of busy device before a measurement
 constexpr int kLoadsPerBatch = 20;        // loads per warm-up submission
 
-// Milliseconds per call of f, the median of kRepeats runs of `calls` calls. `device`: between GPU
-// timestamps, all runs in one submission after the warm-up unless the calls submit (where the queue has no
-// timestamps, as `wall`);
-// `wall`: on the host's clock, one more run recorded and submitted on its own (the recording included).
-struct Timing {
-    double device, wall;
+// The device's time between marks: timestamps on the stream (the host's clock, waiting for the stream at each
+// mark, where the queue has none), after kClockWarmupMs of `load` that brings the device's clocks up and
+// kLoadsPerBatch more in the submission of the timed calls.
+class StreamClock final : public BenchClock {
+public:
+    StreamClock(vk::Stream& s, const std::function<void()>& load)
+        : s_(s), load_(load), host_([&s] { s.finish(); }) {}
+    void start() override {
+        using Clock = std::chrono::steady_clock;
+        s_.finish();
+        for (const auto t0 = Clock::now();
+             std::chrono::duration<double, std::milli>(Clock::now() - t0).count() < kClockWarmupMs; s_.finish())
+            for (int l = 0; l < kLoadsPerBatch; ++l) load_();
+        for (int l = 0; l < kLoadsPerBatch; ++l) load_();
+    }
+    void mark() override {
+        if (s_.timestamps_supported())
+            s_.timestamp();
+        else
+            host_.mark();
+    }
+    std::vector<double> marks_ms() override {
+        if (!s_.timestamps_supported()) return host_.marks_ms();
+        s_.finish();
+        return s_.timestamps_ms();
+    }
+
+private:
+    vk::Stream& s_;
+    const std::function<void()>& load_;
+    HostBenchClock host_;
 };
 
+// Milliseconds per call of f on the device (bench_ms).
 template <typename F>
-Timing time_calls(vk::Stream& s, const std::function<void()>& load, F&& f, int calls = kCallsPerRun) {
-    using Clock = std::chrono::steady_clock;
-    const auto ms_since = [](Clock::time_point t) {
-        return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-    };
-    int i = 0;
-    for (int w = 0; w < kWarmup; ++w) f(i++);
-    s.finish();
-    for (const auto start = Clock::now(); ms_since(start) < kClockWarmupMs; s.finish())
-        for (int l = 0; l < kLoadsPerBatch; ++l) load();
-    std::vector<double> device(kRepeats);
-    if (s.timestamps_supported()) {
-        for (int l = 0; l < kLoadsPerBatch; ++l) load();
-        s.timestamp();
-        for (int r = 0; r < kRepeats; ++r) {
-            for (int c = 0; c < calls; ++c) f(i++);
-            s.timestamp();
-        }
-        s.finish();
-        const std::vector<double> t = s.timestamps_ms();
-        for (int r = 0; r < kRepeats; ++r) device[r] = (t[r + 1] - t[r]) / calls;
-    }
-    const auto run_wall = [&] {
-        const auto start = Clock::now();
-        for (int c = 0; c < calls; ++c) f(i++);
-        s.finish();
-        return ms_since(start) / calls;
-    };
-    if (!s.timestamps_supported())
-        for (double& d : device) d = run_wall();
-    return {median(device), run_wall()};
+double device_ms(vk::Stream& s, const std::function<void()>& load, F&& f) {
+    StreamClock clock(s, load);
+    return bench_ms(clock, f);
+}
+
+// Milliseconds per call of f on the host's clock, recording and submission included.
+template <typename F>
+double wall_ms(vk::Stream& s, F&& f) {
+    HostBenchClock clock([&s] { s.finish(); });
+    return bench_ms(clock, f);
 }
 
 uint64_t weight_bytes(const WeightView& v) {
@@ -128,8 +130,8 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
         const std::vector<std::vector<ExpertWeights>> experts =
             bench_moe_layers(gu.view(), dn.view(), layers, layer0);
         for (int l = 0; l < layers; ++l) b.moe_experts(experts[l], r, x, y);  // uploads into the tier
-        const Timing moe = time_calls(
-            b.stream(), load, [&](int i) { b.moe_experts(experts[i % layers], r, x, y); }, kMoeCallsPerRun);
+        const auto moe_call = [&](int i) { b.moe_experts(experts[i % layers], r, x, y); };
+        const double moe_ms = device_ms(b.stream(), load, moe_call), moe_wall_ms = wall_ms(b.stream(), moe_call);
 
         // The same layers' matrices as device weights of their own, for the GEMV dispatches.
         std::vector<std::vector<vk::DeviceWeight>> mats(layers);  // [layer][gate, up, down of each expert]
@@ -145,30 +147,15 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
                 down[l].weights.push_back(&mats[l][3 * e + 2]);
             }
         }
-        const double batch_ms = time_calls(
-                                    b.stream(), load,
-                                    [&](int i) {
-                                        b.gemv(gate_up[i % layers]);
-                                        b.gemv(down[i % layers]);
-                                    },
-                                    kMoeCallsPerRun)
-                                    .device;
-        const double gate_up_ms =
-            time_calls(
-                b.stream(), load, [&](int i) { b.gemv(gate_up[i % layers]); }, kMoeCallsPerRun)
-                .device;
-        const double down_ms =
-            time_calls(
-                b.stream(), load, [&](int i) { b.gemv(down[i % layers]); }, kMoeCallsPerRun)
-                .device;
-        const double single_ms = time_calls(
-                                     b.stream(), load,
-                                     [&](int i) {
-                                         for (const vk::DeviceWeight& w : mats[i % layers])
-                                             b.matmul_device(w, xb, 1, act);
-                                     },
-                                     kMoeCallsPerRun)
-                                     .device;
+        const double batch_ms = device_ms(b.stream(), load, [&](int i) {
+            b.gemv(gate_up[i % layers]);
+            b.gemv(down[i % layers]);
+        });
+        const double gate_up_ms = device_ms(b.stream(), load, [&](int i) { b.gemv(gate_up[i % layers]); });
+        const double down_ms = device_ms(b.stream(), load, [&](int i) { b.gemv(down[i % layers]); });
+        const double single_ms = device_ms(b.stream(), load, [&](int i) {
+            for (const vk::DeviceWeight& w : mats[i % layers]) b.matmul_device(w, xb, 1, act);
+        });
         const auto share_of = [&](double bytes, double ms) {
             return 100.0 * bytes / (ms * 1e-3) / kGiga / copy_gbps;
         };
@@ -178,7 +165,7 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
         fmt::print(
             "{:<16} {:>7} {:>10.1f} {:>8.0f}% {:>12.1f} {:>10.1f} {:>8.0f}% "
             "{:>11.1f} {:>8.0f}% {:>9.1f} {:>8.0f}% {:>10.1f} {:>8.0f}%\n",
-            format_name(f), layers, moe.device * 1e3, share(moe.device), moe.wall * 1e3, batch_ms * 1e3,
+            format_name(f), layers, moe_ms * 1e3, share(moe_ms), moe_wall_ms * 1e3, batch_ms * 1e3,
             share(batch_ms), gate_up_ms * 1e3, share_of(gate_up_bytes, gate_up_ms), down_ms * 1e3,
             share_of(down_bytes, down_ms), single_ms * 1e3, share(single_ms));
     }
@@ -233,14 +220,13 @@ void vulkan_bench_print(int device) {
             const int copies = static_cast<int>(std::clamp<uint64_t>(kSpanBytes / bytes + 1, 1, kMaxCopies));
             std::vector<vk::DeviceWeight> w;
             for (int c = 0; c < copies; ++c) w.push_back(vk::weight_to_device(s, v));
-            const double ms =
-                time_calls(s, load, [&](int i) { backend.matmul_device(w[i % copies], x, 1, y); }).device;
+            const double ms = device_ms(s, load, [&](int i) { backend.matmul_device(w[i % copies], x, 1, y); });
             const double gbps = bytes / (ms * 1e-3) / kGiga;
             const uint64_t slots = std::max<uint64_t>(1, copy_bytes / bytes);
-            const double same_ms = time_calls(s, load, [&](int i) {
-                                       const uint64_t off = (static_cast<uint64_t>(i) % slots) * bytes;
-                                       copy(off, std::min(bytes, copy_bytes));
-                                   }).device;
+            const double same_ms = device_ms(s, load, [&](int i) {
+                const uint64_t off = (static_cast<uint64_t>(i) % slots) * bytes;
+                copy(off, std::min(bytes, copy_bytes));
+            });
             const double same_gbps = 2.0 * std::min(bytes, copy_bytes) / (same_ms * 1e-3) / kGiga;
             fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n",
                        format_name(f), sh.rows, sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps,
