@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/op_reference.h"
 #include "backend/op_test.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -60,14 +61,25 @@ inline constexpr Format kAllFormats[] = {Format::f32,           Format::bf16,   
                                          Format::fp8_e4m3_block};
 
 using Run = std::function<std::vector<float>(Backend&)>;
+using Expect = std::function<std::vector<float>()>;
 
-// The checks of one backend against the reference, case by case.
+// A routing as floats, the weights then the ids: a different choice of expert fails the comparison.
+inline std::vector<float> routing_floats(const Routing& r) {
+    std::vector<float> v(r.weights);
+    for (int32_t id : r.experts) v.push_back(static_cast<float>(id));
+    return v;
+}
+
+// The checks of one backend against the reference, case by case. A backend of the reference's own kind (the
+// CPU) is held to the naive references (op_reference.h) instead: comparing it with itself would prove
+// nothing.
 class CheckList {
 public:
-    CheckList(Backend& b, Backend& ref) : b_(b), ref_(ref) {}
+    CheckList(Backend& b, Backend& ref) : b_(b), ref_(ref), naive_(b.name() == ref.name()) {}
     std::vector<OpCheck> take() { return std::move(out_); }
     Backend& backend() const { return b_; }
     Backend& reference() const { return ref_; }
+    bool naive() const { return naive_; }
 
     // Runs one case on the backend when it supports d; expected: the reference's output.
     void check_case(const OpDesc& d, std::string shape, double tol, const Run& run,
@@ -86,9 +98,14 @@ public:
         }
         out_.push_back(std::move(c));
     }
-    // Runs one case on the backend and on the reference and compares.
-    void check_same(const OpDesc& d, std::string shape, double tol, const Run& run) {
-        check_case(d, std::move(shape), tol, run, run(ref_));
+    // Runs one case on the backend and compares it with the reference backend's run within tol, or, when
+    // naive(), with the naive reference's output within naive_tol.
+    void check_same(const OpDesc& d, std::string shape, double tol, const Run& run, double naive_tol,
+                    const Expect& naive_expected) {
+        if (naive_)
+            check_case(d, std::move(shape), naive_tol, run, naive_expected());
+        else
+            check_case(d, std::move(shape), tol, run, run(ref_));
     }
 
 protected:
@@ -96,6 +113,7 @@ protected:
     Backend& ref_;
 
 private:
+    bool naive_;
     std::vector<OpCheck> out_;
 };
 

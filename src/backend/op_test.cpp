@@ -46,7 +46,7 @@ public:
                     matmul_ref(w.host, x.data(), n, want.data());
                     check_case(
                         {OpKind::matmul, f, s.rows, s.cols, n, &wb},
-                        fmt::format("[{}x{}] n={}", s.rows, s.cols, n), kOpTolDot,
+                        fmt::format("[{}x{}] n={}", s.rows, s.cols, n), naive() ? kRefTolExact : kOpTolDot,
                         [&](Backend& b) {
                             Tensor y = b.tensor_new_unfilled(n, s.rows);
                             b.matmul(wb, tensor_on(b, n, s.cols, x), y);
@@ -74,7 +74,8 @@ public:
                         return tensor_host(b, out);
                     };
                     check_same({OpKind::embedding, f, vocab, cols, n, &wb},
-                               fmt::format("[{}x{}] n={}", vocab, cols, n), kOpTolExact, run);
+                               fmt::format("[{}x{}] n={}", vocab, cols, n), kOpTolExact, run, kRefTolExact,
+                               [&] { return op_reference::embedding(w.host, ids); });
                 }
             }
     }
@@ -93,7 +94,8 @@ public:
                 return tensor_host(b, out);
             };
             check_same({OpKind::rms_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
-                       kOpTolRowReduce, run);
+                       kOpTolRowReduce, run, kRefTolF32,
+                       [&] { return op_reference::rms_norm(x, d, w.host, 1e-5f); });
         }
     }
 
@@ -101,18 +103,22 @@ public:
         uint32_t seed = 400;
         for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 64}, {9, 1000}}) {
             const std::vector<float> a = random_normal(n * d, ++seed), c = random_normal(n * d, ++seed);
-            check_same({OpKind::add, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
-                       [&](Backend& b) {
-                           Tensor out = b.tensor_new_unfilled(n, d);
-                           b.add(tensor_on(b, n, d, a), tensor_on(b, n, d, c), out);
-                           return tensor_host(b, out);
-                       });
-            check_same({OpKind::clamp, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
-                       [&](Backend& b) {
-                           Tensor t = tensor_on(b, n, d, a);
-                           b.clamp(t, -0.5f, 0.75f);
-                           return tensor_host(b, t);
-                       });
+            check_same(
+                {OpKind::add, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
+                [&](Backend& b) {
+                    Tensor out = b.tensor_new_unfilled(n, d);
+                    b.add(tensor_on(b, n, d, a), tensor_on(b, n, d, c), out);
+                    return tensor_host(b, out);
+                },
+                kRefTolExact, [&] { return op_reference::add(a, c); });
+            check_same(
+                {OpKind::clamp, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
+                [&](Backend& b) {
+                    Tensor t = tensor_on(b, n, d, a);
+                    b.clamp(t, -0.5f, 0.75f);
+                    return tensor_host(b, t);
+                },
+                kRefTolExact, [&] { return op_reference::clamp(a, -0.5f, 0.75f); });
         }
     }
 
@@ -137,15 +143,18 @@ public:
             const int64_t cols = int64_t{s.head_dim} * s.heads;
             const std::vector<float> x = random_normal(s.n * cols, ++seed);
             const RopeParams p{s.style, s.head_dim, s.rotary_dim, 10000.0f, s.scaling, s.offset, s.yarn};
-            check_same({OpKind::rope, Format::f32, s.n, cols, s.n},
-                       fmt::format("{} hd={} rot={}+{}{} n={} pos={}",
-                                   s.style == RopeStyle::neox ? "neox" : "interleaved", s.head_dim, s.offset,
-                                   s.rotary_dim, s.yarn.factor > 0 ? " yarn" : "", s.n, s.pos0),
-                       kOpTolRowReduce, [&](Backend& b) {
-                           Tensor t = tensor_on(b, s.n, cols, x);
-                           b.rope(t, p, s.pos0);
-                           return tensor_host(b, t);
-                       });
+            check_same(
+                {OpKind::rope, Format::f32, s.n, cols, s.n},
+                fmt::format("{} hd={} rot={}+{}{} n={} pos={}",
+                            s.style == RopeStyle::neox ? "neox" : "interleaved", s.head_dim, s.offset,
+                            s.rotary_dim, s.yarn.factor > 0 ? " yarn" : "", s.n, s.pos0),
+                kOpTolRowReduce,
+                [&](Backend& b) {
+                    Tensor t = tensor_on(b, s.n, cols, x);
+                    b.rope(t, p, s.pos0);
+                    return tensor_host(b, t);
+                },
+                kRefTolF32, [&] { return op_reference::rope(x, cols, p, s.pos0); });
         }
     }
 
@@ -173,7 +182,8 @@ public:
             check_same(
                 {OpKind::attention, Format::f32, s.ctx, qw, s.n},
                 fmt::format("H={} Hkv={} hd={} n={} pos={}", s.heads, s.kv_heads, s.head_dim, s.n, s.pos0),
-                kOpTolDot, [&](Backend& b) {
+                kOpTolDot,
+                [&](Backend& b) {
                     KvCache cache{tensor_on(b, s.ctx, kvw, kc), tensor_on(b, s.ctx, kvw, vc)};
                     Tensor out = b.tensor_new_unfilled(s.n, qw);
                     b.attention(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, kvw, k),
@@ -183,6 +193,14 @@ public:
                         const std::vector<float> c = tensor_host(b, *t);
                         all.insert(all.end(), c.begin(), c.end());
                     }
+                    return all;
+                },
+                kRefTolDot,
+                [&] {
+                    std::vector<float> kc2 = kc, vc2 = vc;
+                    std::vector<float> all = op_reference::attention(q, k, v, kc2, vc2, shape, s.pos0);
+                    all.insert(all.end(), kc2.begin(), kc2.end());
+                    all.insert(all.end(), vc2.begin(), vc2.end());
                     return all;
                 });
         }
@@ -198,15 +216,19 @@ public:
         const S cases[] = {{1, 64, 8, false}, {5, 64, 8, true}, {3, 60, 4, true}, {2, 384, 8, false}};
         for (const S& s : cases) {
             const std::vector<float> logits = random_normal(s.n * s.experts, ++seed, 2.0f);
-            check_same({OpKind::route_softmax_topk, Format::f32, s.n, s.experts, s.n},
-                       fmt::format("n={} E={} k={}{}", s.n, s.experts, s.k, s.renormalize ? " renorm" : ""),
-                       kOpTolRowReduce, [&](Backend& b) {
-                           const Routing r =
-                               b.route_softmax_topk(tensor_on(b, s.n, s.experts, logits), s.k, s.renormalize);
-                           std::vector<float> v(r.weights);  // ids as floats: any different choice fails
-                           for (int32_t id : r.experts) v.push_back(static_cast<float>(id));
-                           return v;
-                       });
+            check_same(
+                {OpKind::route_softmax_topk, Format::f32, s.n, s.experts, s.n},
+                fmt::format("n={} E={} k={}{}", s.n, s.experts, s.k, s.renormalize ? " renorm" : ""),
+                kOpTolRowReduce,
+                [&](Backend& b) {
+                    return routing_floats(
+                        b.route_softmax_topk(tensor_on(b, s.n, s.experts, logits), s.k, s.renormalize));
+                },
+                kRefTolF32,
+                [&] {
+                    return routing_floats(
+                        op_reference::route_softmax_topk(logits, s.experts, s.k, s.renormalize));
+                });
         }
     }
 
@@ -238,13 +260,16 @@ public:
                 const std::vector<float> x = random_normal(n * d_model, ++seed),
                                          y0 = random_normal(n * d_model, ++seed);
                 const Weight& g = experts.front().gate;
-                check_same({OpKind::moe_experts, f, g.rows(), g.cols(), n, &g},
-                           fmt::format("E={} k={} d={} ff={} n={}", experts.size(), r.k, d_model, d_ff, n),
-                           kOpTolDot, [&](Backend& b) {
-                               Tensor y = tensor_on(b, n, d_model, y0);
-                               b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
-                               return tensor_host(b, y);
-                           });
+                check_same(
+                    {OpKind::moe_experts, f, g.rows(), g.cols(), n, &g},
+                    fmt::format("E={} k={} d={} ff={} n={}", experts.size(), r.k, d_model, d_ff, n),
+                    kOpTolDot,
+                    [&](Backend& b) {
+                        Tensor y = tensor_on(b, n, d_model, y0);
+                        b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
+                        return tensor_host(b, y);
+                    },
+                    kRefTolDot, [&] { return op_reference::moe_experts(experts, r, x, y0); });
             };
             const std::vector<ExpertWeights> experts = experts_make(n_experts, layer);
             for (int64_t n : {1, 5, 40}) {
@@ -267,13 +292,15 @@ public:
                                           {7, 96, 13, 40},
                                           {3, 64, 0, 64}}) {
             const std::vector<float> x = random_normal(n * cols, ++seed);
-            check_same({OpKind::slice_cols, Format::f32, n, cols, n},
-                       fmt::format("[{}x{}] cols {}..{}", n, cols, c0, c0 + width), kOpTolExact,
-                       [&](Backend& b) {
-                           Tensor out = b.tensor_new_unfilled(n, width);
-                           b.slice_cols(tensor_on(b, n, cols, x), c0, out);
-                           return tensor_host(b, out);
-                       });
+            check_same(
+                {OpKind::slice_cols, Format::f32, n, cols, n},
+                fmt::format("[{}x{}] cols {}..{}", n, cols, c0, c0 + width), kOpTolExact,
+                [&](Backend& b) {
+                    Tensor out = b.tensor_new_unfilled(n, width);
+                    b.slice_cols(tensor_on(b, n, cols, x), c0, out);
+                    return tensor_host(b, out);
+                },
+                kRefTolExact, [&] { return op_reference::slice_cols(x, cols, c0, width); });
         }
     }
 
@@ -292,16 +319,20 @@ public:
             auto bias_values = std::make_shared<std::vector<float>>(random_normal(s.experts, ++seed, 0.1f));
             const Weight bias{WeightView{Format::f32, 1, s.experts, bias_values->data(), nullptr}, nullptr,
                               bias_values};
-            check_same({OpKind::route_sigmoid_topk, Format::f32, s.n, s.experts, s.n},
-                       fmt::format("n={} E={} k={} groups {}/{}", s.n, s.experts, s.p.k, s.p.topk_group,
-                                   s.p.n_group),
-                       kOpTolRowReduce, [&](Backend& b) {
-                           const Routing r =
-                               b.route_sigmoid_topk(tensor_on(b, s.n, s.experts, logits), bias, s.p);
-                           std::vector<float> v(r.weights);  // ids as floats: any different choice fails
-                           for (int32_t id : r.experts) v.push_back(static_cast<float>(id));
-                           return v;
-                       });
+            check_same(
+                {OpKind::route_sigmoid_topk, Format::f32, s.n, s.experts, s.n},
+                fmt::format("n={} E={} k={} groups {}/{}", s.n, s.experts, s.p.k, s.p.topk_group,
+                            s.p.n_group),
+                kOpTolRowReduce,
+                [&](Backend& b) {
+                    return routing_floats(
+                        b.route_sigmoid_topk(tensor_on(b, s.n, s.experts, logits), bias, s.p));
+                },
+                kRefTolF32,
+                [&] {
+                    return routing_floats(
+                        op_reference::route_sigmoid_topk(logits, s.experts, bias.host, s.p));
+                });
         }
     }
 
@@ -341,7 +372,8 @@ public:
                         {OpKind::mla_attention, f, s.ctx, qw, s.n, &wb},
                         fmt::format("H={} nope={} rope={} v={} lora={} n={} pos={}{}", m.n_heads, m.nope_dim,
                                     m.rope_dim, m.v_dim, m.kv_lora, s.n, s.pos0, sparse ? " selected" : ""),
-                        kOpTolDot, [&](Backend& b) {
+                        kOpTolDot,
+                        [&](Backend& b) {
                             const Tensor sel = tensor_on(b, s.n, kPicked, picks);
                             KvCache cache{tensor_on(b, s.ctx, m.kv_lora, lc),
                                           tensor_on(b, s.ctx, m.rope_dim, kc)};
@@ -354,6 +386,16 @@ public:
                                 const std::vector<float> c = tensor_host(b, *t);
                                 all.insert(all.end(), c.begin(), c.end());
                             }
+                            return all;
+                        },
+                        kRefTolDot,
+                        [&] {
+                            std::vector<float> lc2 = lc, kc2 = kc;
+                            std::vector<float> all = op_reference::mla_attention(
+                                q, latent, k_pe, w.host, lc2, kc2, m, s.pos0,
+                                sparse ? std::span<const float>(picks) : std::span<const float>());
+                            all.insert(all.end(), lc2.begin(), lc2.end());
+                            all.insert(all.end(), kc2.begin(), kc2.end());
                             return all;
                         });
             }
@@ -368,13 +410,16 @@ public:
             const Weight bias{WeightView{Format::f32, 1, d, gb->data() + d, nullptr}, nullptr, gb};
             const Weight wb = b_.weight_upload(w), bb = b_.weight_upload(bias);
             const std::vector<float> x = random_normal(n * d, ++seed, 3.0f);
-            check_same({OpKind::layer_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
-                       kOpTolRowReduce, [&](Backend& b) {
-                           Tensor out = b.tensor_new_unfilled(n, d);
-                           b.layer_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, &b == &b_ ? bb : bias,
-                                        1e-6f, out);
-                           return tensor_host(b, out);
-                       });
+            check_same(
+                {OpKind::layer_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
+                kOpTolRowReduce,
+                [&](Backend& b) {
+                    Tensor out = b.tensor_new_unfilled(n, d);
+                    b.layer_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, &b == &b_ ? bb : bias, 1e-6f,
+                                 out);
+                    return tensor_host(b, out);
+                },
+                kRefTolF32, [&] { return op_reference::layer_norm(x, d, w.host, bias.host, 1e-6f); });
         }
     }
 
@@ -384,6 +429,7 @@ public:
         // (the cache's keys repeat every kKeyPeriod rows): ties go to the lower positions.
         enum class Scores { random, all_equal, groups };
         constexpr int64_t kKeyPeriod = 5;
+        constexpr float kNoKeyScore = 1e3f;  // far from every index score here, which are of order 1
         struct S {
             DsaShape shape;
             int64_t n, pos0, ctx;
@@ -411,21 +457,41 @@ public:
                 for (int64_t r = kKeyPeriod; r < s.ctx; ++r)
                     std::copy_n(kc.begin() + (r % kKeyPeriod) * m.head_dim, m.head_dim,
                                 kc.begin() + r * m.head_dim);
+            const Run run = [&](Backend& b) {
+                Tensor cache = tensor_on(b, s.ctx, m.head_dim, kc);
+                Tensor out = b.tensor_new_unfilled(s.n, m.top_k);
+                b.dsa_select(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.n_heads, w),
+                             tensor_on(b, s.n, m.head_dim, k), cache, m, s.pos0, out);
+                std::vector<float> all = tensor_host(b, out);  // and the key rows it wrote
+                const std::vector<float> c = tensor_host(b, cache);
+                all.insert(all.end(), c.begin(), c.end());
+                return all;
+            };
+            // The naive scores are exact and the CPU's f32, so keys whose scores differ by less than f32
+            // rounding may come in another order: against the naive reference each selected position stands
+            // for its exact score (kNoKeyScore for none), which a wrong choice moves.
+            std::vector<float> naive_cache = kc;
+            const std::vector<std::vector<double>> scores =
+                op_reference::dsa_scores(q, w, k, naive_cache, m, s.pos0);
+            const auto by_score = [&](std::vector<float> all) {
+                for (int64_t i = 0; i < s.n; ++i)
+                    for (int j = 0; j < m.top_k; ++j) {
+                        float& p = all[i * m.top_k + j];
+                        p = p < 0 ? kNoKeyScore : static_cast<float>(scores[i].at(static_cast<size_t>(p)));
+                    }
+                return all;
+            };
             check_same(
                 {OpKind::dsa_select, Format::f32, s.ctx, qw, s.n},
                 fmt::format("H={} d={} top={} n={} pos={}{}", m.n_heads, m.head_dim, m.top_k, s.n, s.pos0,
                             s.scores == Scores::all_equal ? " all equal"
                             : s.scores == Scores::groups  ? " ties"
                                                           : ""),
-                kOpTolExact, [&](Backend& b) {
-                    Tensor cache = tensor_on(b, s.ctx, m.head_dim, kc);
-                    Tensor out = b.tensor_new_unfilled(s.n, m.top_k);
-                    b.dsa_select(tensor_on(b, s.n, qw, q), tensor_on(b, s.n, m.n_heads, w),
-                                 tensor_on(b, s.n, m.head_dim, k), cache, m, s.pos0, out);
-                    std::vector<float> all = tensor_host(b, out);  // and the key rows it wrote
-                    const std::vector<float> c = tensor_host(b, cache);
-                    all.insert(all.end(), c.begin(), c.end());
-                    return all;
+                kOpTolExact, naive() ? Run([&](Backend& b) { return by_score(run(b)); }) : run, kRefTolDot,
+                [&] {
+                    std::vector<float> all = op_reference::dsa_select(scores, m.top_k);
+                    all.insert(all.end(), naive_cache.begin(), naive_cache.end());
+                    return by_score(all);
                 });
         }
     }

@@ -1,5 +1,6 @@
 // The op test (the model of ggml's test-backend-ops): every op of backend.h on a backend against the
-// CPU reference, over a grid of shapes and weight formats, with a normalized-error tolerance per op.
+// CPU backend, and the CPU backend against naive references (op_reference.h), over a grid of shapes and
+// weight formats, with a normalized-error tolerance per op.
 // Needs no model. Used by `coli test-ops` and by CTest. Outputs are made as Ops makes them
 // (tensor_new_unfilled), except moe_experts', which adds into its output.
 #pragma once
@@ -23,6 +24,16 @@ inline constexpr double kOpTolRowReduce = 1e-6;
 // the bf16 tensor-core path splits x into bf16 hi + lo, leaving a 2^-17 relative residual per element.
 inline constexpr double kOpTolDot = 2e-5;
 
+// The CPU backend against the naive references (op_reference.h), which compute in double.
+// Copies, weight decodes and single IEEE operations (add, clamp): the same bits.
+inline constexpr double kRefTolExact = 0.0;
+// f32 row reductions and libm calls (norms, rope, gates, routing weights): a few 2^-24 per rounding; the
+// norms' sums of 2048 squares reach 4e-7.
+inline constexpr double kRefTolF32 = 1e-6;
+// f32 dot products, softmax sums and recurrences against double ones: ~sqrt(terms) 2^-24 per result; 4e-7
+// at most over the grid (MLA's latent dots).
+inline constexpr double kRefTolDot = 2e-6;
+
 enum class OpCheckStatus : uint8_t {
     pass,      // ran natively, within tolerance
     fail,      // ran natively, outside tolerance (or threw)
@@ -41,7 +52,8 @@ struct OpCheck {
 };
 
 // Runs the whole grid on b. The reference is `reference` (a CPU backend) except for matmul, whose
-// reference is the scalar formats::matmul_ref (the CPU backend must match it bit for bit).
+// reference is the scalar formats::matmul_ref (the CPU backend must match it bit for bit), and except when b
+// is a CPU backend itself: then every op's reference is its naive one (op_reference.h).
 std::vector<OpCheck> op_test_backend(Backend& b, Backend& reference);
 
 // The support matrix of several backends' results, one row per (op, format), as text.

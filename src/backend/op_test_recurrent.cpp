@@ -19,11 +19,12 @@ Weight weight_f32(std::vector<float> v, int64_t rows, int64_t cols) {
 }
 
 // out followed by the state the op left behind: a state the backend advanced wrongly fails too.
+std::vector<float> with_state(std::vector<float> out, const std::vector<float>& state) {
+    out.insert(out.end(), state.begin(), state.end());
+    return out;
+}
 std::vector<float> with_state(Backend& b, const Tensor& out, const Tensor& state) {
-    std::vector<float> all = tensor_host(b, out);
-    const std::vector<float> s = tensor_host(b, state);
-    all.insert(all.end(), s.begin(), s.end());
-    return all;
+    return with_state(tensor_host(b, out), tensor_host(b, state));
 }
 
 void short_conv_cases(CheckList& g) {
@@ -32,12 +33,19 @@ void short_conv_cases(CheckList& g) {
         const Weight w = weight_f32(random_normal(c * k, ++seed, 0.5f), c, k);
         const Weight wb = g.backend().weight_upload(w);
         const std::vector<float> x = random_normal(n * c, ++seed), st = random_normal((k - 1) * c, ++seed);
-        g.check_same({OpKind::short_conv, Format::f32, c, k, n, &wb}, fmt::format("C={} K={} n={}", c, k, n),
-                     kOpTolRowReduce, [&](Backend& b) {
-                         Tensor state = tensor_on(b, k - 1, c, st), out = b.tensor_new_unfilled(n, c);
-                         b.short_conv(tensor_on(b, n, c, x), &b == &g.backend() ? wb : w, state, out);
-                         return with_state(b, out, state);
-                     });
+        g.check_same(
+            {OpKind::short_conv, Format::f32, c, k, n, &wb}, fmt::format("C={} K={} n={}", c, k, n),
+            kOpTolRowReduce,
+            [&](Backend& b) {
+                Tensor state = tensor_on(b, k - 1, c, st), out = b.tensor_new_unfilled(n, c);
+                b.short_conv(tensor_on(b, n, c, x), &b == &g.backend() ? wb : w, state, out);
+                return with_state(b, out, state);
+            },
+            kRefTolF32,
+            [&] {
+                std::vector<float> state = st;
+                return with_state(op_reference::short_conv(x, c, w.host, state), state);
+            });
     }
 }
 
@@ -66,13 +74,20 @@ void kda_cases(CheckList& g) {
         const KdaShape shape{heads, dim, bound};
         g.check_same(
             {OpKind::kda, Format::f32, width, dim, n},
-            fmt::format("H={} d={} n={} bound={}", heads, dim, n, bound), kOpTolDot, [&](Backend& b) {
+            fmt::format("H={} d={} n={} bound={}", heads, dim, n, bound), kOpTolDot,
+            [&](Backend& b) {
                 const bool native = &b == &g.backend();
                 Tensor state = tensor_on(b, width, dim, st), out = b.tensor_new_unfilled(n, width);
                 b.kda(tensor_on(b, n, width, q), tensor_on(b, n, width, k), tensor_on(b, n, width, v),
                       tensor_on(b, n, width, gate), tensor_on(b, n, heads, beta), native ? a_b : a_w,
                       native ? dt_b : dt_w, shape, state, out);
                 return with_state(b, out, state);
+            },
+            kRefTolDot,
+            [&] {
+                std::vector<float> state = st;
+                return with_state(op_reference::kda(q, k, v, gate, beta, a_w.host, dt_w.host, shape, state),
+                                  state);
             });
     }
 }
@@ -81,12 +96,14 @@ void mul_sigmoid_cases(CheckList& g) {
     uint32_t seed = 1600;
     for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 128}, {5, 100}}) {
         const std::vector<float> a = random_normal(n * d, ++seed), x = random_normal(n * d, ++seed, 4.0f);
-        g.check_same({OpKind::mul_sigmoid, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d),
-                     kOpTolRowReduce, [&](Backend& b) {
-                         Tensor out = b.tensor_new_unfilled(n, d);
-                         b.mul_sigmoid(tensor_on(b, n, d, a), tensor_on(b, n, d, x), out);
-                         return tensor_host(b, out);
-                     });
+        g.check_same(
+            {OpKind::mul_sigmoid, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolRowReduce,
+            [&](Backend& b) {
+                Tensor out = b.tensor_new_unfilled(n, d);
+                b.mul_sigmoid(tensor_on(b, n, d, a), tensor_on(b, n, d, x), out);
+                return tensor_host(b, out);
+            },
+            kRefTolF32, [&] { return op_reference::mul_sigmoid(a, x); });
     }
 }
 
@@ -97,14 +114,16 @@ void res_mix_cases(CheckList& g) {
         const Weight wb = g.backend().weight_upload(w);
         std::vector<std::vector<float>> entries;
         for (int e = 0; e < m; ++e) entries.push_back(random_normal(n * d, ++seed, 1.0f + e));
-        g.check_same({OpKind::res_mix, Format::f32, m, d, n, &wb}, fmt::format("m={} n={} d={}", m, n, d),
-                     kOpTolDot, [&](Backend& b) {
-                         std::vector<Tensor> on_b;
-                         for (const auto& e : entries) on_b.push_back(tensor_on(b, n, d, e));
-                         Tensor out = b.tensor_new_unfilled(n, d);
-                         b.res_mix(on_b, &b == &g.backend() ? wb : w, 1e-5f, out);
-                         return tensor_host(b, out);
-                     });
+        g.check_same(
+            {OpKind::res_mix, Format::f32, m, d, n, &wb}, fmt::format("m={} n={} d={}", m, n, d), kOpTolDot,
+            [&](Backend& b) {
+                std::vector<Tensor> on_b;
+                for (const auto& e : entries) on_b.push_back(tensor_on(b, n, d, e));
+                Tensor out = b.tensor_new_unfilled(n, d);
+                b.res_mix(on_b, &b == &g.backend() ? wb : w, 1e-5f, out);
+                return tensor_host(b, out);
+            },
+            kRefTolDot, [&] { return op_reference::res_mix(entries, d, w.host, 1e-5f); });
     }
 }
 
@@ -127,11 +146,15 @@ void situ_expert_cases(CheckList& g) {
             const Weight& gate = experts.front().gate;
             OpDesc d{OpKind::moe_experts, f, gate.rows(), gate.cols(), n, &gate};
             d.glu = GluKind::situ;
-            g.check_same(d, fmt::format("SiTU E={} k={} n={}", n_experts, k, n), kOpTolDot, [&](Backend& b) {
-                Tensor y = b.tensor_new(n, d_model);
-                b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
-                return tensor_host(b, y);
-            });
+            g.check_same(
+                d, fmt::format("SiTU E={} k={} n={}", n_experts, k, n), kOpTolDot,
+                [&](Backend& b) {
+                    Tensor y = b.tensor_new(n, d_model);
+                    b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
+                    return tensor_host(b, y);
+                },
+                kRefTolDot,
+                [&] { return op_reference::moe_experts(experts, r, x, std::vector<float>(n * d_model)); });
         }
     }
 }
