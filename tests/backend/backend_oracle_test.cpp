@@ -12,11 +12,20 @@
 namespace coli {
 namespace {
 
-constexpr double kLogitTolerance = 1e-3;  // max|diff| <= 1e-3 * max|logit|, as on the CPU
+// Each backend's bound on max|logit diff| / max|logit| against transformers over every fixture, with the
+// measured worst cases it rests on (kimi_k3's reference runs a chunked KDA that differs from the exact
+// recurrence by about 1.5e-5); the test prints every fixture's figure.
+// Vulkan: lavapipe kimi_k3 1.55e-5, every other fixture 2.6e-6 at most; an H200 kimi_k3 1.7e-5.
+constexpr double kVulkanLogitTolerance = 1e-4;
+// CUDA: an H200 kimi_k3 6.4e-5, deepseek_v3_fp8 1.0e-6.
+constexpr double kCudaLogitTolerance = 2e-4;
 
-const char* const kFixtures[] = {"olmoe_base",   "olmoe_gqa",   "olmoe_bf16",      "olmoe_sharded",
-                                 "olmoe_clip",   "deepseek_v3", "deepseek_v3_noq", "deepseek_v3_fp8",
-                                 "deepseek_v32", "glm_moe_dsa", "kimi_linear",     "kimi_k3"};
+double logit_tolerance(const std::string& backend) {
+    if (backend == "vulkan") return kVulkanLogitTolerance;
+    if (backend == "cuda") return kCudaLogitTolerance;
+    ADD_FAILURE() << "no measured logit tolerance for backend " << backend << ": measure one and add it here";
+    return 0;
+}
 
 std::vector<std::string> device_backends() {
     std::vector<std::string> names;
@@ -34,7 +43,7 @@ TEST(BackendOracle, EveryFixtureOnEveryDeviceBackend) {
         GTEST_SKIP() << "SKIPPED: no device backend available here:" << why;
     }
     for (const std::string& backend : backends)
-        for (const char* name : kFixtures)
+        for (const char* name : test::kOracleFixtures)
             for (int cache : {0, 1}) {
                 SCOPED_TRACE(fmt::format("{} on {}, expert cache {}", name, backend, cache));
                 const test::Fixture fx = test::fixture_load(name);
@@ -50,7 +59,7 @@ TEST(BackendOracle, EveryFixtureOnEveryDeviceBackend) {
                     const double diff = test::max_rel_diff(logits, fx.logits);
                     fmt::print("{} on {}, expert cache {}: max|logit diff| / max|logit| = {:.2e}\n", name,
                                backend, cache, diff);
-                    EXPECT_LE(diff, kLogitTolerance);
+                    EXPECT_LE(diff, logit_tolerance(backend));
                     EXPECT_EQ(test::argmax_rows(logits, fx.vocab), test::argmax_rows(fx.logits, fx.vocab));
                 }
                 Session session(engine.model());

@@ -60,6 +60,7 @@ Fixture fixture_load(const std::string& name) {
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
     double max_diff = 0, max_ref = 0;
     for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        if (std::isnan(a[i])) return INFINITY;  // std::max would drop a NaN difference
         max_diff = std::max(max_diff, std::fabs(double(a[i]) - double(b[i])));
         max_ref = std::max(max_ref, std::fabs(double(b[i])));
     }

@@ -17,11 +17,16 @@ struct Fixture {
     std::vector<int32_t> greedy;  // the 8 tokens transformers' generate() chose
 };
 
+// Every transformers oracle fixture under tests/fixtures (tests/models checks the list against the folder).
+inline constexpr const char* kOracleFixtures[] = {
+    "olmoe_base",      "olmoe_gqa",       "olmoe_bf16",   "olmoe_sharded", "olmoe_clip",  "deepseek_v3",
+    "deepseek_v3_noq", "deepseek_v3_fp8", "deepseek_v32", "glm_moe_dsa",   "kimi_linear", "kimi_k3"};
+
 std::filesystem::path fixtures_dir();
 // A fixture by name under tests/fixtures, or by a path relative to the repository root ("models/demo").
 Fixture fixture_load(const std::string& name);
 
-// max|a - b| / max|b|.
+// max|a - b| / max|b| (infinite when a holds a NaN or the sizes differ).
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b);
 // Argmax of each row of [rows, cols].
 std::vector<int32_t> argmax_rows(const std::vector<float>& m, int64_t cols);
