@@ -203,9 +203,9 @@ Floats mla_attention(In q, In latent, In k_pe, const WeightView& w_kvb, Floats& 
     const auto top = static_cast<int64_t>(selection.size()) / n;
     Floats out(n * s.n_heads * dv);
     for (int64_t i = 0; i < n; ++i) {
-        std::vector<int64_t> keys;  // causal, or the selected ones
-        for (int64_t t = 0; t <= pos0 + i; ++t)
-            if (selection.empty()) keys.push_back(t);
+        std::vector<int64_t> keys;  // every position up to the query's (causal), or the selected ones
+        if (selection.empty())
+            for (int64_t t = 0; t <= pos0 + i; ++t) keys.push_back(t);
         for (int64_t j = 0; j < top; ++j)
             if (selection[i * top + j] >= 0) keys.push_back(static_cast<int64_t>(selection[i * top + j]));
         for (int h = 0; h < s.n_heads; ++h) {
@@ -233,6 +233,7 @@ Floats mla_attention(In q, In latent, In k_pe, const WeightView& w_kvb, Floats& 
 }
 
 Routing route_sigmoid_topk(In logits, int64_t n_experts, const WeightView& bias, const SigmoidRouting& p) {
+    constexpr double kRenormGuard = 1e-20;  // added to the sum before renormalizing (SigmoidRouting)
     const auto n = static_cast<int64_t>(logits.size()) / n_experts;
     const std::vector<double> b = decoded(bias);
     const int64_t per_group = n_experts / p.n_group;
@@ -259,7 +260,7 @@ Routing route_sigmoid_topk(In logits, int64_t n_experts, const WeightView& bias,
         for (int32_t e : top) {
             r.experts.push_back(e);
             r.weights.push_back(
-                static_cast<float>((p.renormalize ? score[e] / (sum + 1e-20) : score[e]) * p.scaling));
+                static_cast<float>((p.renormalize ? score[e] / (sum + kRenormGuard) : score[e]) * p.scaling));
         }
     }
     return r;

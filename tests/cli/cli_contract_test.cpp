@@ -46,16 +46,23 @@ TEST(CliContract, RunPrintsTheGreedyIdsAsTheLastLine) {
     EXPECT_NE(r.err.find("experts:"), std::string::npos) << "statistics go to stderr";
 }
 
+// With one expert slot per layer (--expert-cache 1), and the same bits with an unlimited cache.
 TEST(CliContract, LogitsWritesTheOracleShapeAndValues) {
     const test::Fixture fx = test::fixture_load("olmoe_sharded");
     test::TempDir tmp("cli");
-    const fs::path out = tmp.path() / "logits.npy";
-    const auto r =
-        test::coli_run(fmt::format("logits --model {} --ids {} --out {} --expert-cache 1 --hot-set none",
-                                   fx.dir.string(), ids_text(fx.input_ids), out.string()));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::vector<float> got = npy_read_f32(out, fmt::format("({}, {})", fx.input_ids.size(), fx.vocab));
-    EXPECT_LE(test::max_rel_diff(got, fx.logits), 1e-3);
+    std::vector<float> got[2];
+    for (int cache : {1, 0}) {
+        const fs::path out = tmp.path() / fmt::format("logits{}.npy", cache);
+        const auto r =
+            test::coli_run(fmt::format("logits --model {} --ids {} --out {} --expert-cache {} --hot-set none",
+                                       fx.dir.string(), ids_text(fx.input_ids), out.string(), cache));
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        got[cache] = npy_read_f32(out, fmt::format("({}, {})", fx.input_ids.size(), fx.vocab));
+    }
+    EXPECT_LE(test::max_rel_diff(got[1], fx.logits), test::kCpuLogitTolerance);
+    EXPECT_TRUE(got[0].size() == got[1].size() &&
+                std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)) == 0)
+        << "--expert-cache 1 changed the logits";
 }
 
 TEST(CliContract, InfoShowsSizesByPart) {

@@ -19,10 +19,6 @@
 namespace coli {
 namespace {
 
-// max|logit diff| / max|logit| against transformers. Measured on the CPU: kimi_k3 1.45e-5 (its reference's
-// chunked KDA differs from the exact recurrence), every other fixture 2.5e-6 at most; the test prints each.
-constexpr double kLogitTolerance = 5e-5;
-
 // The transformers fixtures, and the bundled demo model (trained, bf16; tools/train_demo_model.py).
 std::vector<const char*> fixtures() {
     std::vector<const char*> all(std::begin(test::kOracleFixtures), std::end(test::kOracleFixtures));
@@ -41,12 +37,13 @@ EngineOptions options_for(const test::Fixture& fx, int expert_cache) {
 // A fixture folder missing from kOracleFixtures would go untested.
 TEST(OracleFixtures, EveryFixtureIsListed) {
     const auto& listed = test::kOracleFixtures;
-    for (const auto& entry : std::filesystem::directory_iterator(test::fixtures_dir()))
-        if (entry.is_directory())
-            EXPECT_NE(std::find_if(std::begin(listed), std::end(listed),
-                                   [&](const char* f) { return entry.path().filename() == f; }),
-                      std::end(listed))
-                << entry.path().filename() << " is not in kOracleFixtures";
+    for (const auto& entry : std::filesystem::directory_iterator(test::fixtures_dir())) {
+        if (!entry.is_directory()) continue;
+        EXPECT_NE(std::find_if(std::begin(listed), std::end(listed),
+                               [&](const char* f) { return entry.path().filename() == f; }),
+                  std::end(listed))
+            << entry.path().filename() << " is not in kOracleFixtures";
+    }
 }
 
 // What a test computes from a fresh session: logits [T, vocab] or token ids.
@@ -72,12 +69,13 @@ RunResult<Run> cache_invariant(const test::Fixture& fx, Run run) {
     return std::move(results[kUnlimited]);
 }
 
-// The error of logits against the fixture's, printed (the measured basis of kLogitTolerance), and checked.
+// The error of logits against the fixture's, printed (the measured basis of test::kCpuLogitTolerance), and
+// checked.
 void expect_oracle_logits(const char* what, const std::string& name, const std::vector<float>& logits,
                           const test::Fixture& fx) {
     const double diff = test::max_rel_diff(logits, fx.logits);
     fmt::print("{} on cpu ({}): max|logit diff| / max|logit| = {:.2e}\n", name, what, diff);
-    EXPECT_LE(diff, kLogitTolerance);
+    EXPECT_LE(diff, test::kCpuLogitTolerance);
     EXPECT_EQ(test::argmax_rows(logits, fx.vocab), test::argmax_rows(fx.logits, fx.vocab));
 }
 
