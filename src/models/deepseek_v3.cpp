@@ -12,22 +12,20 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "models/decoder.h"
 #include "models/deepseek_config.h"
 #include "models/registry.h"
+#include "nn/mla.h"
 #include "nn/moe.h"
-#include "nn/rows.h"
-#include "nn/weights.h"
 
 namespace coli {
 namespace {
 
-// transformers builds the q_a and kv_a RMSNorms with their class default, not config.rms_norm_eps.
-constexpr float kMlaNormEps = 1e-6f;
 constexpr float kIndexerNormEps = 1e-6f;  // the DSA indexer's key LayerNorm
 
 struct DeepseekLayerWeights {
-    Weight input_norm, q_a, q_a_norm, q_b;  // q_a / q_a_norm empty without q LoRA (q_b is then q_proj)
-    Weight kv_a, kv_a_norm, kv_b, o_proj;   // attention
+    Weight input_norm;
+    MlaWeights mla;
     Weight post_norm;
     Weight router, router_bias;  // MoE layers
     ExpertWeights mlp;           // the dense MLP (dense layers) or the shared experts (MoE layers)
@@ -41,52 +39,52 @@ public:
     std::vector<Tensor> index;  // DSA: one per full-indexer layer (empty otherwise): indexer keys
 };
 
-class DeepseekV3 final : public Model {
+class DeepseekV3 final : public Decoder {
 public:
     DeepseekV3(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
-        : cfg_(ckpt.config()), ops_(ops), max_ctx_(opts.max_ctx > 0 ? opts.max_ctx : cfg_.max_ctx) {
-        WeightLoader load(ckpt, ops, opts.dense_bits);
-        embed_ = load.table("model.embed_tokens.weight");
-        for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
-        final_norm_ = load.vector("model.norm.weight");
-        lm_head_ = load.matrix("lm_head.weight");
-        load.finish();
-
-        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [this, &ckpt](int layer, int e) {
-                                if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
-                                return swiglu_expert_tensors(
-                                    ckpt, fmt::format("model.layers.{}.mlp.experts.{}.", layer, e));
-                            }};
-        store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
-        summarize(ckpt, load);
+        : Decoder(ops),
+          cfg_(ckpt.config()),
+          mla_{{cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim, cfg_.v_dim, cfg_.kv_lora, cfg_.softmax_scale},
+               cfg_.q_lora,
+               cfg_.rope_q,
+               cfg_.rope_k,
+               false} {
+        const auto load_layers = [this](WeightLoader& load) {
+            for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
+        };
+        const auto expert_tensors = [this, &ckpt](int layer, int e) {
+            if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
+            return swiglu_expert_tensors(ckpt, fmt::format("model.layers.{}.mlp.experts.{}.", layer, e));
+        };
+        int first_moe = 0;
+        while (first_moe < cfg_.n_layers && !cfg_.is_moe(first_moe)) ++first_moe;
+        const std::string experts =
+            first_moe < cfg_.n_layers
+                ? std::string(dtype_name(
+                      ckpt.get(fmt::format("model.layers.{}.mlp.experts.0.gate_proj.weight", first_moe))
+                          .dtype))
+                : "none";
+        const DecoderSpec spec{.family = cfg_.family,
+                               .n_layers = cfg_.n_layers,
+                               .vocab = cfg_.vocab,
+                               .rms_eps = cfg_.rms_eps,
+                               .max_ctx = cfg_.max_ctx,
+                               .n_experts = cfg_.n_experts,
+                               .top_k = cfg_.top_k,
+                               .dense = ckpt.get("model.layers.0.self_attn.o_proj.weight").dtype,
+                               .experts = experts};
+        load_weights(ckpt, opts, spec, load_layers, expert_tensors);
+        summarize();
     }
-
-    const ModelSummary& summary() const override { return summary_; }
-    ExpertStore& store() override { return *store_; }
-    Ops& ops() override { return ops_; }
 
     std::unique_ptr<ModelState> state_new() override {
         auto s = std::make_unique<DeepseekState>();
         for (int l = 0; l < cfg_.n_layers; ++l) {
-            s->kv.push_back({ops_.tensor(max_ctx_, cfg_.kv_lora), ops_.tensor(max_ctx_, cfg_.rope_dim)});
-            s->index.push_back(cfg_.dsa() && cfg_.index_full[l] ? ops_.tensor(max_ctx_, cfg_.index_dim)
+            s->kv.push_back(mla_cache_new(ops_, mla_, max_ctx()));
+            s->index.push_back(cfg_.dsa() && cfg_.index_full[l] ? ops_.tensor(max_ctx(), cfg_.index_dim)
                                                                 : Tensor{});
         }
         return s;
-    }
-
-    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) override {
-        auto& s = static_cast<DeepseekState&>(state);
-        const auto n = static_cast<int64_t>(ids.size());
-        check(s.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", s.n_past, n,
-              max_ctx_);
-        Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
-        Tensor selection;                        // DSA: the last full layer's top-k key positions [n, top_k]
-        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s, selection);
-        if (!all_logits) h = row_last(ops_, h);
-        Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
-        s.n_past += n;
-        return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
     }
 
 private:
@@ -94,13 +92,7 @@ private:
         const std::string p = fmt::format("model.layers.{}.", l);
         DeepseekLayerWeights w;
         w.input_norm = load.vector(p + "input_layernorm.weight");
-        if (cfg_.q_lora > 0) {
-            w.q_a = load.matrix(p + "self_attn.q_a_proj.weight");
-            w.q_a_norm = load.vector(p + "self_attn.q_a_layernorm.weight");
-            w.q_b = load.matrix(p + "self_attn.q_b_proj.weight");
-        } else {
-            w.q_b = load.matrix(p + "self_attn.q_proj.weight");
-        }
+        w.mla = mla_load(load, p + "self_attn.", mla_);
         if (cfg_.dsa() && cfg_.index_full[l]) {
             const std::string ix = p + "self_attn.indexer.";
             w.index_q = load.matrix(ix + "wq_b.weight");
@@ -109,66 +101,61 @@ private:
             w.index_k_bias = load.vector(ix + "k_norm.bias");
             w.index_weights = load.matrix(ix + "weights_proj.weight");
         }
-        w.kv_a = load.matrix(p + "self_attn.kv_a_proj_with_mqa.weight");
-        w.kv_a_norm = load.vector(p + "self_attn.kv_a_layernorm.weight");
-        w.kv_b = load.matrix(p + "self_attn.kv_b_proj.weight");
-        w.o_proj = load.matrix(p + "self_attn.o_proj.weight");
         w.post_norm = load.vector(p + "post_attention_layernorm.weight");
-        const std::string mlp = cfg_.is_moe(l) ? p + "mlp.shared_experts." : p + "mlp.";
         if (cfg_.is_moe(l)) {
             w.router = load.matrix(p + "mlp.gate.weight");
             w.router_bias = load.vector(p + "mlp.gate.e_score_correction_bias");
         }
         if (!cfg_.is_moe(l) || cfg_.n_shared > 0) {
-            // Named for device expert tiers by an id past the routed experts.
-            w.mlp = {cfg_.n_experts, load.matrix(mlp + "gate_proj.weight"),
-                     load.matrix(mlp + "up_proj.weight"), load.matrix(mlp + "down_proj.weight"), l};
+            w.mlp =
+                mlp_load(load, cfg_.is_moe(l) ? p + "mlp.shared_experts." : p + "mlp.", cfg_.n_experts, l);
             w.has_mlp = true;
         }
         return w;
     }
 
-    // One decoder layer. h: [n, d_model] at positions s.n_past ... selection: DSA's choice of keys, made by
-    // full-indexer layers and reused by shared ones.
+    Tensor layers_forward(Tensor h, ModelState& state) override {
+        auto& s = static_cast<DeepseekState&>(state);
+        Tensor selection;  // DSA: the last full layer's top-k key positions [n, top_k]
+        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s, selection);
+        return h;
+    }
+
+    // One decoder layer (docs/models.md 2, 3). h: [n, d_model] at positions s.n_past ... selection: DSA's
+    // choice of keys, made by full-indexer layers and reused by shared ones.
     Tensor layer_forward(int l, const Tensor& h, DeepseekState& s, Tensor& selection) {
         const DeepseekLayerWeights& w = layers_[l];
-        const int64_t n = h.rows();
         Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);  // [n, d]
-        Tensor c_q = cfg_.q_lora > 0 ? ops_.rms_norm(ops_.matmul(w.q_a, x), w.q_a_norm, kMlaNormEps)
-                                     : x;    // [n, q_lora]
-        Tensor q = ops_.matmul(w.q_b, c_q);  // [n, H (dn + dr)]
+        Tensor c_q = mla_query_latent(ops_, mla_, w.mla, x);      // [n, q_lora]
         if (cfg_.dsa() && cfg_.index_full[l]) selection = index_select(w, x, c_q, s.index[l], s.n_past);
-        Tensor kv = ops_.matmul(w.kv_a, x);  // [n, kv_lora + dr]
-        Tensor latent =
-            ops_.rms_norm(ops_.slice_cols(kv, 0, cfg_.kv_lora), w.kv_a_norm, kMlaNormEps);  // [n, kv_lora]
-        Tensor k_pe =
-            ops_.slice_cols(kv, cfg_.kv_lora, cfg_.rope_dim);  // [n, dr]: one rope key for all heads
-        ops_.rope(q, cfg_.rope_q, s.n_past);
-        ops_.rope(k_pe, cfg_.rope_k, s.n_past);
-        const MlaShape shape{cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim,
-                             cfg_.v_dim,   cfg_.kv_lora,  cfg_.softmax_scale};
-        Tensor a = ops_.mla_attention(q, latent, k_pe, w.kv_b, s.kv[l], shape, s.n_past,
-                                      cfg_.dsa() ? &selection : nullptr);  // [n, H dv]
-        Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));
+        Tensor a = mla_forward(ops_, mla_, w.mla, x, c_q, s.kv[l], s.n_past,
+                               cfg_.dsa() ? &selection : nullptr);  // [n, d]
+        Tensor h1 = ops_.add(h, a);                                 // [n, d]
 
-        Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
-        Tensor y = ops_.tensor(n, cfg_.d_model);
-        if (cfg_.is_moe(l)) {
-            const SigmoidRouting rp{cfg_.top_k, cfg_.n_group, cfg_.topk_group, cfg_.norm_topk_prob,
-                                    cfg_.routed_scaling};
-            const Routing r = ops_.route_sigmoid_topk(ops_.matmul(w.router, x2), w.router_bias, rp);
-            const auto prefetch_next = [&] {
-                for (int next = l + 1; next < cfg_.n_layers; ++next)
-                    if (cfg_.is_moe(next))
-                        return moe_prefetch(ops_, *store_, next, layers_[next].router, x2, cfg_.top_k);
-            };
-            y = moe_routed(ops_, *store_, l, x2, r, swiglu_expert_weights, prefetch_next);
-        }
-        if (w.has_mlp) ops_.moe_experts({&w.mlp, 1}, every_token(n, w.mlp.id), x2, y);
+        Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);                         // [n, d]
+        Tensor y = cfg_.is_moe(l) ? routed(l, x2) : ops_.tensor(h.rows(), cfg_.d_model);  // [n, d]
+        if (w.has_mlp) mlp_add(ops_, w.mlp, x2, y);
         return ops_.add(h1, y);
     }
 
-    // DSA lightning indexer: top index_topk cached positions per query.                  returns [n, top_k]
+    // The routed experts of MoE layer l (docs/models.md 2.4).           x: [n, d_model] -> [n, d_model]
+    Tensor routed(int l, const Tensor& x) {
+        const auto prefetch_next = [&] {
+            for (int next = l + 1; next < cfg_.n_layers; ++next)
+                if (cfg_.is_moe(next)) return moe_prefetch(*store_, next, [&] { return route(next, x); });
+        };
+        return moe_routed(ops_, *store_, l, x, route(l, x), swiglu_expert_weights, prefetch_next);
+    }
+
+    // Layer l's router: sigmoid scores with a selection bias, group-limited top-k.         x: [n, d_model]
+    Routing route(int l, const Tensor& x) {
+        const SigmoidRouting rp{cfg_.top_k, cfg_.n_group, cfg_.topk_group, cfg_.norm_topk_prob,
+                                cfg_.routed_scaling};
+        return ops_.route_sigmoid_topk(ops_.matmul(layers_[l].router, x), layers_[l].router_bias, rp);
+    }
+
+    // DSA lightning indexer (docs/models.md 3): the top index_topk cached positions per query.
+    //                                                                   x: [n, d_model]; returns [n, top_k]
     Tensor index_select(const DeepseekLayerWeights& w, const Tensor& x, const Tensor& c_q, Tensor& cache,
                         int64_t pos0) {
         Tensor q = ops_.matmul(w.index_q, c_q);  // [n, heads * dim], rope dims first in each head
@@ -183,13 +170,8 @@ private:
         return ops_.dsa_select(q, weights, k, cache, shape, pos0);
     }
 
-    // Routing that sends every token to one expert with weight 1: dense MLPs and shared experts.
-    static Routing every_token(int64_t n, int32_t id) {
-        return {n, 1, std::vector<int32_t>(n, id), std::vector<float>(n, 1.0f)};
-    }
-
-    void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
-        summary_.family = cfg_.family;
+    // The summary's family fields (the skeleton fills the rest).
+    void summarize() {
         summary_.architecture = fmt::format(
             "{} layers ({} dense), d_model {}, {} heads (MLA: q_lora {}, kv_lora {}, nope {}, rope {}, v "
             "{}), "
@@ -200,38 +182,20 @@ private:
             cfg_.dsa() ? fmt::format(", DSA top-{} ({} indexer heads of {})", cfg_.index_topk,
                                      cfg_.index_heads, cfg_.index_dim)
                        : "");
-        summary_.dense_bytes = load.bytes_stored();
-        summary_.dense_held_bytes = load.bytes_held();
-        summary_.expert_bytes = store_->total_expert_bytes();
-        int moe_layers = 0;
-        for (int l = 0; l < cfg_.n_layers; ++l) moe_layers += cfg_.is_moe(l);
+        int moe_layers = 0, index_layers = 0;  // layers with their own indexer keep its keys too
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            moe_layers += cfg_.is_moe(l);
+            index_layers += cfg_.dsa() && cfg_.index_full[l];
+        }
         summary_.expert_count = uint64_t(moe_layers) * cfg_.n_experts;
-        const TensorInfo& o0 = ckpt.get("model.layers.0.self_attn.o_proj.weight");
-        int first_moe = 0;
-        while (first_moe < cfg_.n_layers && !cfg_.is_moe(first_moe)) ++first_moe;
-        const std::string experts =
-            first_moe < cfg_.n_layers
-                ? std::string(dtype_name(
-                      ckpt.get(fmt::format("model.layers.{}.mlp.experts.0.gate_proj.weight", first_moe))
-                          .dtype))
-                : "none";
-        summary_.formats = weight_formats_summary(load, o0.dtype, experts);
-        int index_layers = 0;  // layers with their own indexer keep its keys too
-        for (int l = 0; l < cfg_.n_layers; ++l) index_layers += cfg_.dsa() && cfg_.index_full[l];
-        summary_.kv_bytes_per_token = (uint64_t(cfg_.n_layers) * (cfg_.kv_lora + cfg_.rope_dim) +
-                                       uint64_t(index_layers) * cfg_.index_dim) *
-                                      sizeof(float);
-        summary_.vocab = cfg_.vocab;
-        summary_.max_ctx = max_ctx_;
+        summary_.kv_bytes_per_token =
+            (uint64_t(cfg_.n_layers) * mla_.cache_width() + uint64_t(index_layers) * cfg_.index_dim) *
+            sizeof(float);
     }
 
     DeepseekConfig cfg_;
-    Ops& ops_;
-    int64_t max_ctx_;
-    Weight embed_, final_norm_, lm_head_;
+    Mla mla_;
     std::vector<DeepseekLayerWeights> layers_;
-    std::unique_ptr<ExpertStore> store_;
-    ModelSummary summary_;
 };
 
 // Sizes the op declarations use for one MLA family.

@@ -12,16 +12,14 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "models/decoder.h"
 #include "models/kimi_config.h"
 #include "models/registry.h"
+#include "nn/mla.h"
 #include "nn/moe.h"
-#include "nn/rows.h"
-#include "nn/weights.h"
 
 namespace coli {
 namespace {
-
-constexpr float kMlaNormEps = 1e-6f;  // q_a / kv_a layernorms: the class default in both references
 
 struct KdaWeights {
     Weight q, k, v;                   // [P, D] projections, P = heads * head_dim
@@ -30,12 +28,6 @@ struct KdaWeights {
     Weight beta;                      // [heads, D]
     Weight g_a, g_b;                  // output gate: W_gb W_ga (g_a empty: g_b is K3's full-rank W_g)
     Weight o_norm, o;                 // [1, head_dim] gated RMSNorm; [D, P]
-};
-
-struct MlaWeights {
-    Weight q_a, q_a_norm, q_b;  // q_a / q_a_norm empty without q LoRA (q_b is then q_proj)
-    Weight kv_a, kv_a_norm, kv_b, o;
-    Weight gate;  // K3: [H dv, D] output gate, else empty
 };
 
 struct KimiLayerWeights {
@@ -56,60 +48,60 @@ public:
     std::vector<Tensor> kda;                     // KDA layers: recurrent state [P, head_dim]
 };
 
-class Kimi final : public Model {
+class Kimi final : public Decoder {
 public:
     Kimi(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
-        : cfg_(ckpt.config()), ops_(ops), max_ctx_(opts.max_ctx > 0 ? opts.max_ctx : cfg_.max_ctx) {
-        WeightLoader load(ckpt, ops, opts.dense_bits);
+        : Decoder(ops),
+          cfg_(ckpt.config()),
+          mla_{{cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim, cfg_.v_dim, cfg_.kv_lora,
+                1.0f / std::sqrt(static_cast<float>(cfg_.nope_dim + cfg_.rope_dim))},
+               cfg_.q_lora,
+               std::nullopt,  // NoPE (docs/models.md 5.2): the rope dims of q dot the raw shared key
+               std::nullopt,
+               cfg_.mla_output_gate} {
         const std::string& p = cfg_.prefix;
-        embed_ = load.table(p + "model.embed_tokens.weight");
-        for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(ckpt, load, l));
-        final_norm_ = load.vector(p + "model.norm.weight");
-        if (cfg_.attn_res_block > 0)
-            out_res_ = res_weight(load, p + "model.output_attn_res_norm.weight",
-                                  p + "model.output_attn_res_proj.weight");
-        lm_head_ = load.matrix(p + "lm_head.weight");
-        load.finish();
-
-        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [this, &ckpt](int layer, int e) {
-                                if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
-                                return swiglu_expert_tensors(ckpt, expert_prefix(layer, e), kKimiExpertNames);
-                            }};
-        store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
-        summarize(ckpt, load);
+        const auto load_layers = [&](WeightLoader& load) {
+            for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(ckpt, load, l));
+            if (cfg_.attn_res_block > 0)
+                out_res_ = res_weight(load, p + "model.output_attn_res_norm.weight",
+                                      p + "model.output_attn_res_proj.weight");
+        };
+        const auto expert_tensors = [this, &ckpt](int layer, int e) {
+            if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
+            return swiglu_expert_tensors(ckpt, expert_prefix(layer, e), kKimiExpertNames);
+        };
+        std::string experts = "none";
+        for (int l = 0; l < cfg_.n_layers && experts == "none"; ++l)
+            if (cfg_.is_moe(l)) {
+                const TensorInfo* t = ckpt.find(expert_prefix(l, 0) + "w1.weight");
+                experts = t ? std::string(dtype_name(t->dtype)) : "MXFP4 (compressed-tensors)";
+            }
+        const DecoderSpec spec{.family = cfg_.family,
+                               .prefix = p,
+                               .n_layers = cfg_.n_layers,
+                               .vocab = cfg_.vocab,
+                               .rms_eps = cfg_.rms_eps,
+                               .max_ctx = cfg_.max_ctx,
+                               .n_experts = cfg_.n_experts,
+                               .top_k = cfg_.top_k,
+                               .dense = ckpt.get(layer_prefix(0) + "self_attn.o_proj.weight").dtype,
+                               .experts = experts};
+        load_weights(ckpt, opts, spec, load_layers, expert_tensors);
+        summarize();
     }
-
-    const ModelSummary& summary() const override { return summary_; }
-    ExpertStore& store() override { return *store_; }
-    Ops& ops() override { return ops_; }
 
     std::unique_ptr<ModelState> state_new() override {
         auto s = std::make_unique<KimiState>();
         const int64_t p = int64_t{cfg_.kda_heads} * cfg_.kda_dim, hist = cfg_.conv_kernel - 1;
         for (int l = 0; l < cfg_.n_layers; ++l) {
             const bool mla = cfg_.mla_layer[l];
-            s->kv.push_back(
-                mla ? KvCache{ops_.tensor(max_ctx_, cfg_.kv_lora), ops_.tensor(max_ctx_, cfg_.rope_dim)}
-                    : KvCache{});
+            s->kv.push_back(mla ? mla_cache_new(ops_, mla_, max_ctx()) : KvCache{});
             s->conv_q.push_back(mla ? Tensor{} : ops_.tensor(hist, p));
             s->conv_k.push_back(mla ? Tensor{} : ops_.tensor(hist, p));
             s->conv_v.push_back(mla ? Tensor{} : ops_.tensor(hist, p));
             s->kda.push_back(mla ? Tensor{} : ops_.tensor(p, cfg_.kda_dim));
         }
         return s;
-    }
-
-    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) override {
-        auto& s = static_cast<KimiState&>(state);
-        const auto n = static_cast<int64_t>(ids.size());
-        check(s.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", s.n_past, n,
-              max_ctx_);
-        Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
-        h = cfg_.attn_res_block > 0 ? attn_res_forward(h, s) : residual_forward(h, s);
-        if (!all_logits) h = row_last(ops_, h);
-        Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
-        s.n_past += n;
-        return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
     }
 
 private:
@@ -134,19 +126,7 @@ private:
         w.input_norm = load.vector(p + "input_layernorm.weight");
         w.post_norm = load.vector(p + "post_attention_layernorm.weight");
         if (cfg_.mla_layer[l]) {
-            MlaWeights& m = w.mla;
-            if (cfg_.q_lora > 0) {
-                m.q_a = load.matrix(a + "q_a_proj.weight");
-                m.q_a_norm = load.vector(a + "q_a_layernorm.weight");
-                m.q_b = load.matrix(a + "q_b_proj.weight");
-            } else {
-                m.q_b = load.matrix(a + "q_proj.weight");
-            }
-            m.kv_a = load.matrix(a + "kv_a_proj_with_mqa.weight");
-            m.kv_a_norm = load.vector(a + "kv_a_layernorm.weight");
-            m.kv_b = load.matrix(a + "kv_b_proj.weight");
-            m.o = load.matrix(a + "o_proj.weight");
-            if (cfg_.mla_output_gate) m.gate = load.matrix(a + "g_proj.weight");
+            w.mla = mla_load(load, a, mla_);
         } else {
             KdaWeights& k = w.kda;
             const int64_t width = int64_t{cfg_.kda_heads} * cfg_.kda_dim;
@@ -195,16 +175,15 @@ private:
             mlp = moe;  // transformers' layer-0 MLP name: block_sparse_moe (docs/models.md 0.1)
         }
         if (!cfg_.is_moe(l) || cfg_.n_shared > 0) {
-            // Named for device expert tiers by an id past the routed experts.
-            w.mlp = {cfg_.n_experts,
-                     load.matrix(mlp + "gate_proj.weight"),
-                     load.matrix(mlp + "up_proj.weight"),
-                     load.matrix(mlp + "down_proj.weight"),
-                     l,
-                     cfg_.act};
+            w.mlp = mlp_load(load, mlp, cfg_.n_experts, l, cfg_.act);
             w.has_mlp = true;
         }
         return w;
+    }
+
+    Tensor layers_forward(Tensor h, ModelState& state) override {
+        auto& s = static_cast<KimiState&>(state);
+        return cfg_.attn_res_block > 0 ? attn_res_forward(h, s) : residual_forward(h, s);
     }
 
     // Plain pre-norm residual stream (Kimi Linear).                                      h: [n, d_model]
@@ -239,12 +218,15 @@ private:
         return mix(out_res_);
     }
 
-    // The token mixer of layer l on its normed input x: [n, d_model] -> [n, d_model].
+    // The token mixer of layer l on its normed input x: NoPE MLA (docs/models.md 5.2) or KDA.
+    //                                                                    x: [n, d_model] -> [n, d_model]
     Tensor attention(int l, const Tensor& x, KimiState& s) {
-        return cfg_.mla_layer[l] ? mla(layers_[l].mla, x, s.kv[l], s.n_past) : kda(l, x, s);
+        if (!cfg_.mla_layer[l]) return kda(l, x, s);
+        const MlaWeights& w = layers_[l].mla;
+        return mla_forward(ops_, mla_, w, x, mla_query_latent(ops_, mla_, w, x), s.kv[l], s.n_past);
     }
 
-    // Kimi delta attention (docs/models.md 5.1).
+    // Kimi delta attention (docs/models.md 5.1).                        x: [n, d_model] -> [n, d_model]
     Tensor kda(int l, const Tensor& x, KimiState& s) {
         const KdaWeights& w = layers_[l].kda;
         const int64_t n = x.rows();
@@ -262,63 +244,48 @@ private:
         return ops_.matmul(w.o, ops_.mul_sigmoid(y, gate));
     }
 
-    // NoPE MLA (docs/models.md 5.2): the rope dims of q dot the raw shared key, nothing is rotated.
-    Tensor mla(const MlaWeights& w, const Tensor& x, KvCache& cache, int64_t pos0) {
-        Tensor c_q = cfg_.q_lora > 0 ? ops_.rms_norm(ops_.matmul(w.q_a, x), w.q_a_norm, kMlaNormEps) : x;
-        Tensor q = ops_.matmul(w.q_b, c_q);  // [n, H (dn + dr)]
-        Tensor kv = ops_.matmul(w.kv_a, x);  // [n, kv_lora + dr]
-        Tensor latent = ops_.rms_norm(ops_.slice_cols(kv, 0, cfg_.kv_lora), w.kv_a_norm, kMlaNormEps);
-        Tensor k_pe = ops_.slice_cols(kv, cfg_.kv_lora, cfg_.rope_dim);  // [n, dr], shared by all heads
-        const MlaShape shape{
-            cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim,
-            cfg_.v_dim,   cfg_.kv_lora,  1.0f / std::sqrt(static_cast<float>(cfg_.nope_dim + cfg_.rope_dim))};
-        Tensor a = ops_.mla_attention(q, latent, k_pe, w.kv_b, cache, shape, pos0);  // [n, H dv]
-        if (w.gate.rows() > 0) a = ops_.mul_sigmoid(a, ops_.matmul(w.gate, x));
-        return ops_.matmul(w.o, a);
-    }
-
-    // The MLP of layer l on its normed input x: dense, or routed experts (in the latent width for K3) plus
-    // shared experts.                                                       x: [n, d_model] -> [n, d_model]
+    // The MLP of layer l on its normed input x (docs/models.md 5.3): dense, or routed experts (in the
+    // latent width for K3) plus shared experts.                         x: [n, d_model] -> [n, d_model]
     Tensor mlp(int l, const Tensor& x) {
         const KimiLayerWeights& w = layers_[l];
-        const int64_t n = x.rows();
-        Tensor y;  // [n, d_model]
-        if (!cfg_.is_moe(l)) {
-            y = ops_.tensor(n, cfg_.d_model);
-        } else {
-            const SigmoidRouting rp{cfg_.top_k, 1, 1, cfg_.renormalize, cfg_.routed_scaling};
-            const Routing r = ops_.route_sigmoid_topk(ops_.matmul(w.router, x), w.router_bias, rp);
-            const auto prefetch_next = [&] {
-                if (l + 1 < cfg_.n_layers && cfg_.is_moe(l + 1))
-                    moe_prefetch(ops_, *store_, l + 1, layers_[l + 1].router, x, cfg_.top_k);
-            };
-            const GluActivation act = cfg_.act;
-            const auto weights_of = [act](const ExpertHandle& e) {
-                ExpertWeights ew = swiglu_expert_weights(e);
-                ew.act = act;
-                return ew;
-            };
-            const Tensor z = cfg_.d_latent > 0 ? ops_.matmul(w.latent_down, x) : x;  // [n, latent]
-            Tensor u = moe_routed(ops_, *store_, l, z, r, weights_of, prefetch_next);
-            if (cfg_.latent_norm) u = ops_.rms_norm(u, w.latent_norm, cfg_.rms_eps);
-            y = cfg_.d_latent > 0 ? ops_.matmul(w.latent_up, u) : u;
-        }
-        if (w.has_mlp) ops_.moe_experts({&w.mlp, 1}, every_token(n, w.mlp.id), x, y);
+        Tensor y = cfg_.is_moe(l) ? routed(l, x) : ops_.tensor(x.rows(), cfg_.d_model);  // [n, d_model]
+        if (w.has_mlp) mlp_add(ops_, w.mlp, x, y);
         return y;
     }
 
-    // Routing that sends every token to one expert with weight 1: dense MLPs and shared experts.
-    static Routing every_token(int64_t n, int32_t id) {
-        return {n, 1, std::vector<int32_t>(n, id), std::vector<float>(n, 1.0f)};
+    // The routed experts of MoE layer l.                               x: [n, d_model] -> [n, d_model]
+    Tensor routed(int l, const Tensor& x) {
+        const KimiLayerWeights& w = layers_[l];
+        const Routing r = route(l, x);
+        const auto prefetch_next = [&] {
+            if (l + 1 < cfg_.n_layers && cfg_.is_moe(l + 1))
+                moe_prefetch(*store_, l + 1, [&] { return route(l + 1, x); });
+        };
+        const GluActivation act = cfg_.act;
+        const auto weights_of = [act](const ExpertHandle& e) {
+            ExpertWeights ew = swiglu_expert_weights(e);
+            ew.act = act;
+            return ew;
+        };
+        const Tensor z = cfg_.d_latent > 0 ? ops_.matmul(w.latent_down, x) : x;    // [n, latent]
+        Tensor u = moe_routed(ops_, *store_, l, z, r, weights_of, prefetch_next);  // [n, latent]
+        if (cfg_.latent_norm) u = ops_.rms_norm(u, w.latent_norm, cfg_.rms_eps);
+        return cfg_.d_latent > 0 ? ops_.matmul(w.latent_up, u) : u;
     }
 
-    void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
+    // Layer l's router: sigmoid scores with a selection bias, top-k of one group.          x: [n, d_model]
+    Routing route(int l, const Tensor& x) {
+        const SigmoidRouting rp{cfg_.top_k, 1, 1, cfg_.renormalize, cfg_.routed_scaling};
+        return ops_.route_sigmoid_topk(ops_.matmul(layers_[l].router, x), layers_[l].router_bias, rp);
+    }
+
+    // The summary's family fields (the skeleton fills the rest).
+    void summarize() {
         int mla_layers = 0, moe_layers = 0;
         for (int l = 0; l < cfg_.n_layers; ++l) {
             mla_layers += cfg_.mla_layer[l];
             moe_layers += cfg_.is_moe(l);
         }
-        summary_.family = cfg_.family;
         summary_.architecture = fmt::format(
             "{} layers ({} KDA: {} heads of {}, {} MLA: {} heads, kv_lora {}; {} dense), d_model {}, {} "
             "experts "
@@ -331,36 +298,20 @@ private:
                 ? fmt::format(", attention residuals every {} layers", cfg_.attn_res_block)
                 : "",
             cfg_.vocab);
-        summary_.dense_bytes = load.bytes_stored();
-        summary_.dense_held_bytes = load.bytes_held();
-        summary_.expert_bytes = store_->total_expert_bytes();
         summary_.expert_count = uint64_t(moe_layers) * cfg_.n_experts;
-        std::string experts = "none";
-        for (int l = 0; l < cfg_.n_layers && experts == "none"; ++l)
-            if (cfg_.is_moe(l)) {
-                const TensorInfo* t = ckpt.find(expert_prefix(l, 0) + "w1.weight");
-                experts = t ? std::string(dtype_name(t->dtype)) : "MXFP4 (compressed-tensors)";
-            }
-        summary_.formats = weight_formats_summary(
-            load, ckpt.get(layer_prefix(0) + "self_attn.o_proj.weight").dtype, experts);
         // MLA layers keep the latent and the rope key per token; KDA layers a fixed-size state.
-        summary_.kv_bytes_per_token = uint64_t(mla_layers) * (cfg_.kv_lora + cfg_.rope_dim) * sizeof(float);
+        summary_.kv_bytes_per_token = uint64_t(mla_layers) * mla_.cache_width() * sizeof(float);
         // Each KDA layer: a [dk, dv] state per head and the last K - 1 inputs of its three convolutions.
         const uint64_t width = uint64_t(cfg_.kda_heads) * cfg_.kda_dim;
         summary_.state_bytes = uint64_t(cfg_.n_layers - mla_layers) *
                                (width * cfg_.kda_dim + 3 * uint64_t(cfg_.conv_kernel - 1) * width) *
                                sizeof(float);
-        summary_.vocab = cfg_.vocab;
-        summary_.max_ctx = max_ctx_;
     }
 
     KimiConfig cfg_;
-    Ops& ops_;
-    int64_t max_ctx_;
-    Weight embed_, final_norm_, lm_head_, out_res_;
+    Mla mla_;
+    Weight out_res_;  // K3 AttnRes: the output mix's score weight
     std::vector<KimiLayerWeights> layers_;
-    std::unique_ptr<ExpertStore> store_;
-    ModelSummary summary_;
 };
 
 // Sizes the op declarations use for one Kimi family.

@@ -8,10 +8,9 @@
 
 #include "core/error.h"
 #include "models/config.h"
+#include "models/decoder.h"
 #include "models/registry.h"
 #include "nn/moe.h"
-#include "nn/rows.h"
-#include "nn/weights.h"
 
 namespace coli {
 namespace {
@@ -64,64 +63,62 @@ public:
     std::vector<KvCache> kv;  // one per layer
 };
 
-class Olmoe final : public Model {
+class Olmoe final : public Decoder {
 public:
-    Olmoe(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
-        : cfg_(ckpt.config()), ops_(ops), max_ctx_(opts.max_ctx > 0 ? opts.max_ctx : cfg_.max_ctx) {
-        WeightLoader load(ckpt, ops, opts.dense_bits);
-        embed_ = load.table("model.embed_tokens.weight");
-        for (int l = 0; l < cfg_.n_layers; ++l) {
-            const std::string p = fmt::format("model.layers.{}.", l);
-            layers_.push_back({
-                load.vector(p + "input_layernorm.weight"),
-                load.matrix(p + "self_attn.q_proj.weight"),
-                load.matrix(p + "self_attn.k_proj.weight"),
-                load.matrix(p + "self_attn.v_proj.weight"),
-                load.matrix(p + "self_attn.o_proj.weight"),
-                load.vector(p + "self_attn.q_norm.weight"),
-                load.vector(p + "self_attn.k_norm.weight"),
-                load.vector(p + "post_attention_layernorm.weight"),
-                load.matrix(p + "mlp.gate.weight"),
-            });
-        }
-        final_norm_ = load.vector("model.norm.weight");
-        lm_head_ = load.matrix("lm_head.weight");
-        load.finish();
-
-        ExpertLayout layout{cfg_.n_layers, cfg_.n_experts, cfg_.top_k, [&ckpt](int layer, int e) {
-                                return swiglu_expert_tensors(
-                                    ckpt, fmt::format("model.layers.{}.mlp.experts.{}.", layer, e));
-                            }};
-        store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
-        summarize(ckpt, load);
+    Olmoe(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) : Decoder(ops), cfg_(ckpt.config()) {
+        const DecoderSpec spec{
+            .family = "olmoe",
+            .n_layers = cfg_.n_layers,
+            .vocab = cfg_.vocab,
+            .rms_eps = cfg_.rms_eps,
+            .max_ctx = cfg_.max_ctx,
+            .n_experts = cfg_.n_experts,
+            .top_k = cfg_.top_k,
+            .dense = ckpt.get("model.layers.0.self_attn.q_proj.weight").dtype,
+            .experts =
+                std::string(dtype_name(ckpt.get("model.layers.0.mlp.experts.0.gate_proj.weight").dtype))};
+        const auto load_layers = [this](WeightLoader& load) {
+            for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
+        };
+        const auto expert_tensors = [&ckpt](int layer, int e) {
+            return swiglu_expert_tensors(ckpt, fmt::format("model.layers.{}.mlp.experts.{}.", layer, e));
+        };
+        load_weights(ckpt, opts, spec, load_layers, expert_tensors);
+        summary_.architecture = fmt::format(
+            "{} layers, d_model {}, {} heads ({} kv, head_dim {}), {} experts top-{} (d_ff {}), vocab {}",
+            cfg_.n_layers, cfg_.d_model, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.n_experts,
+            cfg_.top_k, cfg_.d_ff, cfg_.vocab);
+        summary_.expert_count = uint64_t(cfg_.n_layers) * cfg_.n_experts;
+        summary_.kv_bytes_per_token = uint64_t(cfg_.n_layers) * 2 * cfg_.kv_width() * sizeof(float);
     }
-
-    const ModelSummary& summary() const override { return summary_; }
-    ExpertStore& store() override { return *store_; }
-    Ops& ops() override { return ops_; }
 
     std::unique_ptr<ModelState> state_new() override {
         auto s = std::make_unique<OlmoeState>();
         for (int l = 0; l < cfg_.n_layers; ++l)
-            s->kv.push_back({ops_.tensor(max_ctx_, cfg_.kv_width()), ops_.tensor(max_ctx_, cfg_.kv_width())});
+            s->kv.push_back(
+                {ops_.tensor(max_ctx(), cfg_.kv_width()), ops_.tensor(max_ctx(), cfg_.kv_width())});
         return s;
     }
 
-    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) override {
-        auto& s = static_cast<OlmoeState&>(state);
-        const auto n = static_cast<int64_t>(ids.size());
-        check(s.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", s.n_past, n,
-              max_ctx_);
-        Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
-        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
-        if (!all_logits) h = row_last(ops_, h);
-        Tensor x = ops_.rms_norm(h, final_norm_, cfg_.rms_eps);
-        s.n_past += n;
-        return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
+private:
+    OlmoeLayerWeights layer_load(WeightLoader& load, int l) {
+        const std::string p = fmt::format("model.layers.{}.", l);
+        return {
+            load.vector(p + "input_layernorm.weight"),  load.matrix(p + "self_attn.q_proj.weight"),
+            load.matrix(p + "self_attn.k_proj.weight"), load.matrix(p + "self_attn.v_proj.weight"),
+            load.matrix(p + "self_attn.o_proj.weight"), load.vector(p + "self_attn.q_norm.weight"),
+            load.vector(p + "self_attn.k_norm.weight"), load.vector(p + "post_attention_layernorm.weight"),
+            load.matrix(p + "mlp.gate.weight"),
+        };
     }
 
-private:
-    // One decoder layer. h: [n, d_model] at positions s.n_past ...
+    Tensor layers_forward(Tensor h, ModelState& state) override {
+        auto& s = static_cast<OlmoeState&>(state);
+        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
+        return h;
+    }
+
+    // One decoder layer (docs/models.md 1).                     h: [n, d_model] at positions s.n_past ...
     Tensor layer_forward(int l, const Tensor& h, OlmoeState& s) {
         const OlmoeLayerWeights& w = layers_[l];
         Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);  // [n, d]
@@ -138,43 +135,23 @@ private:
         const AttentionShape shape{cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim,
                                    1.0f / std::sqrt(static_cast<float>(cfg_.head_dim))};
         Tensor a = ops_.attention(q, k, v, s.kv[l], shape, s.n_past);  // [n, H*hd]
-        Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));
+        Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));             // [n, d]
 
-        Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);
-        Routing r = ops_.route_softmax_topk(ops_.matmul(w.router, x2), cfg_.top_k, cfg_.norm_topk_prob);
+        Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);  // [n, d]
         const auto prefetch_next = [&] {
-            if (l + 1 < cfg_.n_layers)
-                moe_prefetch(ops_, *store_, l + 1, layers_[l + 1].router, x2, cfg_.top_k);
+            if (l + 1 < cfg_.n_layers) moe_prefetch(*store_, l + 1, [&] { return route(l + 1, x2); });
         };
-        Tensor y = moe_routed(ops_, *store_, l, x2, r, swiglu_expert_weights, prefetch_next);
-        return ops_.add(h1, y);
+        Tensor y = moe_routed(ops_, *store_, l, x2, route(l, x2), swiglu_expert_weights, prefetch_next);
+        return ops_.add(h1, y);  // [n, d]
     }
 
-    void summarize(const Checkpoint& ckpt, const WeightLoader& load) {
-        summary_.family = "olmoe";
-        summary_.architecture = fmt::format(
-            "{} layers, d_model {}, {} heads ({} kv, head_dim {}), {} experts top-{} (d_ff {}), vocab {}",
-            cfg_.n_layers, cfg_.d_model, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.n_experts,
-            cfg_.top_k, cfg_.d_ff, cfg_.vocab);
-        summary_.dense_bytes = load.bytes_stored();
-        summary_.dense_held_bytes = load.bytes_held();
-        summary_.expert_bytes = store_->total_expert_bytes();
-        summary_.expert_count = uint64_t(cfg_.n_layers) * cfg_.n_experts;
-        const TensorInfo& e0 = ckpt.get("model.layers.0.mlp.experts.0.gate_proj.weight");
-        const TensorInfo& q0 = ckpt.get("model.layers.0.self_attn.q_proj.weight");
-        summary_.formats = weight_formats_summary(load, q0.dtype, dtype_name(e0.dtype));
-        summary_.kv_bytes_per_token = uint64_t(cfg_.n_layers) * 2 * cfg_.kv_width() * sizeof(float);
-        summary_.vocab = cfg_.vocab;
-        summary_.max_ctx = max_ctx_;
+    // Layer l's router: softmax over the experts, the top k.                                x: [n, d_model]
+    Routing route(int l, const Tensor& x) {
+        return ops_.route_softmax_topk(ops_.matmul(layers_[l].router, x), cfg_.top_k, cfg_.norm_topk_prob);
     }
 
     OlmoeConfig cfg_;
-    Ops& ops_;
-    int64_t max_ctx_;
-    Weight embed_, final_norm_, lm_head_;
     std::vector<OlmoeLayerWeights> layers_;
-    std::unique_ptr<ExpertStore> store_;
-    ModelSummary summary_;
 };
 
 }  // namespace

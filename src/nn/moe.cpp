@@ -85,11 +85,25 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
     return y;
 }
 
-void moe_prefetch(Ops& ops, ExpertStore& store, int layer, const Weight& router, const Tensor& x, int top_k) {
-    // With the layer in RAM there is nothing to read: no guess, whose routing would make a GPU backend
-    // wait for the device a second time in the layer.
+ExpertWeights mlp_load(WeightLoader& load, const std::string& prefix, int32_t id, int layer,
+                       GluActivation act) {
+    return {id,
+            load.matrix(prefix + "gate_proj.weight"),
+            load.matrix(prefix + "up_proj.weight"),
+            load.matrix(prefix + "down_proj.weight"),
+            layer,
+            act};
+}
+
+void mlp_add(Ops& ops, const ExpertWeights& mlp, const Tensor& x, Tensor& y) {
+    const int64_t n = x.rows();
+    const Routing every_token{n, 1, std::vector<int32_t>(n, mlp.id), std::vector<float>(n, 1.0f)};
+    ops.moe_experts({&mlp, 1}, every_token, x, y);
+}
+
+void moe_prefetch(ExpertStore& store, int layer, const std::function<Routing()>& route) {
     if (store.layer_held(layer)) return;
-    const Routing guess = ops.route_softmax_topk(ops.matmul(router, x), top_k, false);
+    const Routing guess = route();
     const std::set<int32_t> ids(guess.experts.begin(), guess.experts.end());
     store.prefetch(layer, std::vector<int32_t>(ids.begin(), ids.end()));
 }

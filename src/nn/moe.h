@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/ops.h"
+#include "nn/weights.h"
 #include "store/expert_store.h"
 
 namespace coli {
@@ -45,10 +46,20 @@ ExpertWeights swiglu_expert_weights(const ExpertHandle& e);
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
                   const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch = {});
 
-// Guesses the experts `layer` will use by applying its router to x (the current layer's MoE input, a
-// close proxy for the next layer's) and starts their reads; nothing when the layer is held in RAM. It changes
-// what is cached, never a result.
-//                                                                  x: [n, d_model]; router: [E, d_model]
-void moe_prefetch(Ops& ops, ExpertStore& store, int layer, const Weight& router, const Tensor& x, int top_k);
+// A dense MLP (or a layer's shared experts, run as one) under prefix ("model.layers.0.mlp."): gate_proj,
+// up_proj and down_proj. Named for device expert tiers as expert `id` of `layer`, an id past the routed
+// experts.
+ExpertWeights mlp_load(WeightLoader& load, const std::string& prefix, int32_t id, int layer,
+                       GluActivation act = {});
+
+// y += mlp(x) for every token: a dense MLP or shared experts, run as one expert of weight 1.
+//                                                                        x, y: [n, d_model]
+void mlp_add(Ops& ops, const ExpertWeights& mlp, const Tensor& x, Tensor& y);
+
+// Starts the reads of the experts `layer` will likely use, as route() chooses them: the layer's own router
+// applied to the current layer's MoE input, a close proxy for its own. Nothing when the layer is held in RAM
+// (route() is not called then: on a GPU backend it would wait for the device a second time in the layer). It
+// changes what is cached, never a result.
+void moe_prefetch(ExpertStore& store, int layer, const std::function<Routing()>& route);
 
 }  // namespace coli

@@ -1,0 +1,71 @@
+// The decoder skeleton every family shares: token embedding, the family's layers, the final RMSNorm and
+// lm_head, the expert store, and the Model accessors and summary. A family derives from Decoder and writes
+// only what is its own: its config, its layers' weights, state and forward, and its summary line. (Here
+// rather than in nn/: it implements Model; nn/ holds the blocks, below models.)
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+#include "nn/weights.h"
+
+namespace coli {
+
+// What the skeleton needs of a family's config.
+struct DecoderSpec {
+    std::string family;       // config model_type
+    std::string prefix = "";  // tensor names' prefix: "" or "language_model." (Kimi K3)
+    int n_layers;
+    int64_t vocab;
+    float rms_eps;        // the final norm's epsilon
+    int64_t max_ctx;      // the model's maximum context (max_position_embeddings)
+    int n_experts;        // routed experts per MoE layer
+    int top_k;            // routed experts per token
+    DType dense;          // the dense weights' stored dtype, for the summary
+    std::string experts;  // the routed experts' format, for the summary ("F8_E4M3", "none")
+};
+
+class Decoder : public Model {
+public:
+    const ModelSummary& summary() const override { return summary_; }
+    ExpertStore& store() override { return *store_; }
+    Ops& ops() override { return ops_; }
+
+    // Embeds ids, runs the family's layers, keeps the last row unless all_logits, then the final norm and
+    // lm_head.                                                        returns [n, vocab], or [1, vocab]
+    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) final;
+
+protected:
+    explicit Decoder(Ops& ops) : ops_(ops) {}
+
+    // The family's decoder layers at positions state.n_past ... (state.n_past is advanced by forward
+    // after them).                                                      h: [n, d_model] -> [n, d_model]
+    virtual Tensor layers_forward(Tensor h, ModelState& state) = 0;
+
+    // Loads the weights in checkpoint order (the embedding; then load_layers, which loads the family's
+    // layers; then the final norm and lm_head), opens the expert store over the routed experts that
+    // expert_tensors names (none for a layer without them) and fills the summary's common fields. The
+    // family's constructor calls it first, then completes the summary (architecture, expert_count,
+    // kv_bytes_per_token, state_bytes).
+    void load_weights(const Checkpoint& ckpt, const LoadOptions& opts, const DecoderSpec& spec,
+                      const std::function<void(WeightLoader&)>& load_layers,
+                      std::function<std::vector<std::string>(int layer, int expert)> expert_tensors);
+
+    int64_t max_ctx() const { return max_ctx_; }  // the sessions' context: --ctx, else the model's maximum
+
+    Ops& ops_;
+    std::unique_ptr<ExpertStore> store_;
+    ModelSummary summary_;
+
+private:
+    int64_t max_ctx_ = 0;
+    float rms_eps_ = 0;
+    Weight embed_, final_norm_, lm_head_;
+};
+
+}  // namespace coli
