@@ -1,0 +1,87 @@
+// Each family's declared op list (model_family_ops: what `coli backends` asks every backend about) against
+// the ops its forward calls. Every fixture runs a prefill of several tokens and a decode of one on the CPU
+// with every op call recorded (Ops::record_to), with an unlimited expert cache and with one slot per layer
+// (where the next layer's experts are prefetched). A call the family's list does not declare fails, and so
+// does a declared op that no fixture of the family calls. moe_experts is told apart by its activation.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/fixture.h"
+#include "runtime/engine.h"
+#include "runtime/session.h"
+
+namespace coli {
+namespace {
+
+// The transformers fixtures and the bundled demo model: every family has one at least.
+const char* const kFixtures[] = {"olmoe_base",      "olmoe_gqa",    "olmoe_bf16",  "olmoe_sharded",
+                                 "olmoe_clip",      "models/demo",  "deepseek_v3", "deepseek_v3_noq",
+                                 "deepseek_v3_fp8", "deepseek_v32", "glm_moe_dsa", "kimi_linear",
+                                 "kimi_k3"};
+constexpr int kExpertCaches[] = {0, 1};  // unlimited; one slot per layer
+constexpr size_t kPrefillTokens = 6;     // a prefill of several tokens; then one token decodes
+
+// An op as the lists declare it: its kind, and moe_experts' activation.
+using OpKey = std::pair<OpKind, GluKind>;
+
+OpKey key_of(OpKind op, GluKind glu) {
+    return {op, op == OpKind::moe_experts ? glu : GluKind::silu};
+}
+
+std::string key_name(const OpKey& k) {
+    if (k.first != OpKind::moe_experts) return std::string(op_name(k.first));
+    return fmt::format("{} ({})", op_name(k.first), k.second == GluKind::situ ? "SiTU" : "SwiGLU");
+}
+
+// The ops one fixture's forward calls, and its family.
+std::pair<std::string, std::set<OpKey>> forward_ops(const std::string& fixture, int expert_cache) {
+    const test::Fixture fx = test::fixture_load(fixture);
+    EngineOptions o;
+    o.model_dir = fx.dir;
+    o.backend = "cpu";
+    o.expert_cache = expert_cache;
+    o.hot_set = "none";  // never write into the source tree
+    Engine engine(o);
+    std::vector<OpDesc> calls;
+    engine.ops().record_to(&calls);
+    Session session(engine.model());
+    const std::span<const int32_t> ids(fx.input_ids);
+    session.forward(ids.first(kPrefillTokens), true);
+    session.forward(ids.subspan(kPrefillTokens, 1), false);
+    engine.ops().record_to(nullptr);
+    std::set<OpKey> ops;
+    for (const OpDesc& d : calls) ops.insert(key_of(d.op, d.glu));
+    return {engine.model().summary().family, ops};
+}
+
+TEST(OpLists, DeclareWhatTheForwardCalls) {
+    std::map<std::string, std::set<OpKey>> called;  // family -> ops any of its fixtures called
+    for (const char* fixture : kFixtures)
+        for (int cache : kExpertCaches) {
+            const auto [family, ops] = forward_ops(fixture, cache);
+            std::set<OpKey> declared;
+            for (const OpUse& u : model_family_ops(family)) declared.insert(key_of(u.op, u.glu));
+            for (const OpKey& k : ops)
+                EXPECT_TRUE(declared.contains(k))
+                    << fixture << " (expert cache " << cache << "): the " << family << " forward calls "
+                    << key_name(k) << ", which its op list does not declare";
+            called[family].insert(ops.begin(), ops.end());
+        }
+    for (const std::string& family : model_families()) {
+        ASSERT_TRUE(called.contains(family)) << family << " has no fixture here to record its forward from";
+        for (const OpUse& u : model_family_ops(family))
+            EXPECT_TRUE(called[family].contains(key_of(u.op, u.glu)))
+                << family << " declares " << key_name(key_of(u.op, u.glu)) << " (" << u.what
+                << "), which no fixture's forward calls";
+    }
+}
+
+}  // namespace
+}  // namespace coli
