@@ -44,11 +44,11 @@ public:
     DeepseekV3(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
         : Decoder(ops),
           cfg_(ckpt.config()),
-          mla_{{cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim, cfg_.v_dim, cfg_.kv_lora, cfg_.softmax_scale},
-               cfg_.q_lora,
-               cfg_.rope_q,
-               cfg_.rope_k,
-               false} {
+          mla_{.shape = {cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim, cfg_.v_dim, cfg_.kv_lora,
+                         cfg_.softmax_scale},
+               .q_lora = cfg_.q_lora,
+               .rope_q = cfg_.rope_q,
+               .rope_k = cfg_.rope_k} {
         const auto load_layers = [this](WeightLoader& load) {
             for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
         };

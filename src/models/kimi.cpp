@@ -53,12 +53,13 @@ public:
     Kimi(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
         : Decoder(ops),
           cfg_(ckpt.config()),
-          mla_{{cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim, cfg_.v_dim, cfg_.kv_lora,
-                1.0f / std::sqrt(static_cast<float>(cfg_.nope_dim + cfg_.rope_dim))},
-               cfg_.q_lora,
-               std::nullopt,  // NoPE (docs/models.md 5.2): the rope dims of q dot the raw shared key
-               std::nullopt,
-               cfg_.mla_output_gate} {
+          mla_{.shape = {cfg_.n_heads, cfg_.nope_dim, cfg_.rope_dim, cfg_.v_dim, cfg_.kv_lora,
+                         1.0f / std::sqrt(static_cast<float>(cfg_.nope_dim + cfg_.rope_dim))},
+               .q_lora = cfg_.q_lora,
+               // NoPE (docs/models.md 5.2): no rotation, the rope dims of q dot the raw shared key.
+               .rope_q = std::nullopt,
+               .rope_k = std::nullopt,
+               .output_gate = cfg_.mla_output_gate} {
         const std::string& p = cfg_.prefix;
         const auto load_layers = [&](WeightLoader& load) {
             for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(ckpt, load, l));
