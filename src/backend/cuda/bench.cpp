@@ -189,10 +189,7 @@ void cuda_bench_print() {
     fmt::print("device: {}; L2 {:.0f} MB\n", ctx->props.name, l2 / 1e6);
     fmt::print("device-to-device copy: {:.0f} GB/s (bytes read + written)\n\n", copy_gbps);
 
-    fmt::print(
-        "decode GEMV, n = 1 (weight bytes / time; bounds: the copy above, and a copy of the same bytes)\n");
-    fmt::print("{:<16} {:>14} {:>10} {:>10} {:>9} {:>12} {:>9}\n", "format", "shape", "us", "GB/s", "of copy",
-               "same-size", "of it");
+    bench_gemv_table_begin();
     const int64_t max_cols = 8192;
     const std::vector<float> xh = random_normal(kPrefillTokens * max_cols, 7);
     cuda::Scratch<float> x(ctx, xh.size()), y(ctx, kPrefillTokens * max_cols);
@@ -216,9 +213,7 @@ void cuda_bench_print() {
             const double ms = time_ms(s, [&](int i) { cuda::gemv(dw[i % copies], x.get(), 1, y.get(), s); });
             const double gbps = weight_bytes(v) / (ms * 1e-3) / kGiga;
             const double same_gbps = same_size_copy_gbps(s, src.get(), dst.get(), weight_bytes(v));
-            fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n",
-                       format_name(f), sh.rows, sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps,
-                       100.0 * gbps / same_gbps);
+            bench_gemv_table_row(f, sh, ms, gbps, copy_gbps, same_gbps);
             if (sh.rows == kBenchGemvShapes[0].rows && sh.cols == kBenchGemvShapes[0].cols) {
                 const double gms = time_ms(s, [&](int i) {
                     backend.matmul_device(dw[i % copies], x.get(), kPrefillTokens, y.get());

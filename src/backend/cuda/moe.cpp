@@ -64,15 +64,8 @@ void moe_combine_launch(const MoePlan& p, const Routing& r, const float* out, in
 
 void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                               Tensor& y) {
-    fault_check(OpKind::moe_experts);
-    const int64_t d_model = x.cols();
-    check(y.rows() == x.rows() && y.cols() == d_model, "moe_experts y: shape [{}, {}], expected [{}, {}]",
-          y.rows(), y.cols(), x.rows(), d_model);
-    check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
-    check_owner(x, "moe_experts x");
-    check_owner(y, "moe_experts y");
+    const MoePlan plan = moe_begin(experts, r, x, y);
     cuda::ExpertTier& tier = tier_for_call<cuda::ExpertTier>();
-    const MoePlan plan = moe_plan(experts, r, d_model);
     if (plan.used.empty()) return;
     if (moe_batchable(plan, experts, r, kBatchLimits))
         moe_batched(tier, plan, experts, r, x, y);

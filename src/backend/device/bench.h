@@ -3,11 +3,14 @@
 // device's own where it has one), and the median run. Calls queue as a decode step queues them.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <functional>
 #include <utility>
 #include <vector>
 
+#include "backend/bench_shapes.h"
 #include "core/error.h"
 #include "core/median.h"
 
@@ -63,6 +66,20 @@ double bench_ms(BenchClock& clock, F&& f, int calls = kBenchCallsPerRun) {
     std::vector<double> per_call(kBenchRepeats);
     for (int r = 0; r < kBenchRepeats; ++r) per_call[r] = (t[r + 1] - t[r]) / calls;
     return median(per_call);
+}
+
+// The decode GEMV table every backend prints: weight bytes / time per format and shape, beside the whole
+// device-to-device copy and a copy of the same bytes.
+inline void bench_gemv_table_begin() {
+    fmt::print(
+        "decode GEMV, n = 1 (weight bytes / time; bounds: the copy above, and a copy of the same bytes)\n");
+    fmt::print("{:<16} {:>14} {:>10} {:>10} {:>9} {:>12} {:>9}\n", "format", "shape", "us", "GB/s", "of copy",
+               "same-size", "of it");
+}
+inline void bench_gemv_table_row(Format f, const BenchShape& sh, double ms, double gbps, double copy_gbps,
+                                 double same_gbps) {
+    fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n", format_name(f), sh.rows,
+               sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps, 100.0 * gbps / same_gbps);
 }
 
 }  // namespace coli

@@ -76,6 +76,16 @@ void DeviceBackend::resident_check(const Weight& w, const char* op) const {
           op);
 }
 
+MoePlan DeviceBackend::moe_begin(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
+                                 const Tensor& y) const {
+    fault_check(OpKind::moe_experts);
+    check_shape(y, x.rows(), x.cols(), "moe_experts y");
+    check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
+    check_owner(x, "moe_experts x");
+    check_owner(y, "moe_experts y");
+    return moe_plan(experts, r, x.cols());
+}
+
 void DeviceBackend::tier_begin() {
     if (!tier_) tier_ = tier_create(budget_ > dense_bytes_ ? budget_ - dense_bytes_ : 0);
     tier_->call_begin();

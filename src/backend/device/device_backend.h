@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "backend/device/expert_tier.h"
 #include "backend/device/faults.h"
+#include "backend/moe_plan.h"
 
 namespace coli {
 
@@ -67,6 +68,9 @@ protected:
         resident_check(w, op);
         return *static_cast<const Resident*>(w.device.get());
     }
+    // moe_experts' start: the fault check, x's and y's shapes and owner, and the plan (moe_plan.h).
+    MoePlan moe_begin(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
+                      const Tensor& y) const;
     // The expert tier, made at the first call with the budget the dense weights left; starts a moe_experts
     // call (ExpertTier::call_begin).
     template <class Tier>

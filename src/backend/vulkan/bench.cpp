@@ -198,10 +198,7 @@ void vulkan_bench_print(int device) {
                kClockWarmupMs);
     fmt::print("device-to-device copy (compute shader): {:.0f} GB/s (bytes read + written)\n\n", copy_gbps);
 
-    fmt::print(
-        "decode GEMV, n = 1 (weight bytes / time; bounds: the copy above, and a copy of the same bytes)\n");
-    fmt::print("{:<16} {:>14} {:>10} {:>10} {:>9} {:>12} {:>9}\n", "format", "shape", "us", "GB/s", "of copy",
-               "same-size", "of it");
+    bench_gemv_table_begin();
     const int64_t max_cols = 8192;
     const std::vector<float> xh = random_normal(max_cols, 7);
     const vk::BufferPtr x = backend.upload(xh.data(), xh.size() * sizeof(float));
@@ -228,9 +225,7 @@ void vulkan_bench_print(int device) {
                 copy(off, std::min(bytes, copy_bytes));
             });
             const double same_gbps = 2.0 * std::min(bytes, copy_bytes) / (same_ms * 1e-3) / kGiga;
-            fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n",
-                       format_name(f), sh.rows, sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps,
-                       100.0 * gbps / same_gbps);
+            bench_gemv_table_row(f, sh, ms, gbps, copy_gbps, same_gbps);
         }
     }
     for (size_t i = 0; i < std::size(kBenchMoeShapes); ++i)

@@ -48,14 +48,8 @@ constexpr MoeBatchLimits kBatchLimits{kVulkanGemvMaxTokens, std::numeric_limits<
 
 void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                                 Tensor& y) {
-    fault_check(OpKind::moe_experts);
-    const int64_t d_model = x.cols();
-    check_shape(y, x.rows(), d_model, "moe_experts y");
-    check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
-    check_owner(x, "moe_experts x");
-    check_owner(y, "moe_experts y");
+    const MoePlan p = moe_begin(experts, r, x, y);
     vk::ExpertTier& tier = tier_for_call<vk::ExpertTier>();
-    const MoePlan p = moe_plan(experts, r, d_model);
     if (p.used.empty()) return;
     // The batched GEMV binds an expert's gate and up at once: two weight slots.
     if (ctx_->weight_slots >= 2 && moe_batchable(p, experts, r, kBatchLimits))
