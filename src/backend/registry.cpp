@@ -2,103 +2,84 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/support.h"
-#include "backend/vulkan/support.h"
-#include "core/error.h"
+#include <algorithm>
+#include <charconv>
 
-#if COLI_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
-#if COLI_HAVE_VULKAN
-#include "backend/vulkan/vulkan_backend.h"
-#endif
+#include "core/error.h"
 
 namespace coli {
 
 namespace {
 
-bool cpu_supports(const OpDesc&) {
-    return true;
-}
-
-BackendInfo cuda_info() {
-#if COLI_HAVE_CUDA
-    const CudaProbe p = cuda_probe();
-    return {"cuda", true, p.ok, p.detail, cuda_supports, ""};
-#else
-    // The capability table is plain C++, built everywhere, so the docs' matrix does not depend on the build.
-    return {"cuda",        false,
-            false,         "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)",
-            cuda_supports, ""};
-#endif
-}
-
-// probe: look for a device (loading the driver: lavapipe's costs ~150 MB of RSS, which a run on another
-// backend should not pay).
-BackendInfo vulkan_info(int device, bool probe) {
-#if COLI_HAVE_VULKAN
-    if (!probe) return {"vulkan", true, false, "not probed", vulkan_supports, ""};
-    const VulkanProbe p = vulkan_probe(device);
-    return {"vulkan",
-            true,
-            p.ok,
-            p.detail,
-            vulkan_supports,
-            p.software ? "a software device (slower than the cpu backend); --backend vulkan uses it" : ""};
-#else
-    return {
-        "vulkan",        false,
-        false,           "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)",
-        vulkan_supports, ""};
-#endif
-}
-
-std::vector<BackendInfo> list_make(int vk_device, bool probe_vulkan) {
-    return {
-        cuda_info(),
-        vulkan_info(vk_device, probe_vulkan),
-        {"metal", false, false, "not compiled in: Metal needs macOS", nullptr, ""},
-        {"cpu", true, true, "always available", cpu_supports, ""},
-    };
+BackendInfo info_of(const BackendEntry& e, const BackendOptions& opts) {
+    if (e.probe == nullptr) return {e.name, false, false, e.absent, e.support, ""};
+    BackendInfo info = e.probe(opts);
+    info.name = e.name;
+    info.compiled = true;
+    info.support = e.support;
+    return info;
 }
 
 }  // namespace
 
-std::vector<BackendInfo> backend_list(int vk_device) {
-    return list_make(vk_device, true);
+int64_t backend_option_int(const BackendOptions& o, const BackendOption& option) {
+    const auto it = o.values.find(option.name);
+    const std::string& text = it == o.values.end() ? option.default_value : it->second;
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    check(ec == std::errc() && end == text.data() + text.size(), "--{}: expected an integer, got '{}'",
+          option.name, text);
+    return v;
+}
+
+const std::vector<BackendEntry>& backend_entries() {
+    static const std::vector<BackendEntry> entries = [] {
+        std::vector<BackendEntry> e = backend_entries_registered();
+        std::ranges::stable_sort(e, {}, &BackendEntry::rank);
+        return e;
+    }();
+    return entries;
+}
+
+const BackendEntry& backend_entry(std::string_view name) {
+    for (const BackendEntry& e : backend_entries())
+        if (e.name == name) return e;
+    std::string names;
+    for (const BackendEntry& e : backend_entries()) names += (names.empty() ? "" : ", ") + e.name;
+    fail("unknown backend '{}' (known: auto, {})", name, names);
+}
+
+std::string backend_names() {
+    std::string names = "auto";
+    for (const BackendEntry& e : backend_entries()) names += ", " + e.name;
+    return names;
+}
+
+std::vector<BackendInfo> backend_list(const BackendOptions& opts) {
+    std::vector<BackendInfo> all;
+    for (const BackendEntry& e : backend_entries()) all.push_back(info_of(e, opts));
+    return all;
 }
 
 std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool, const BackendOptions& opts) {
-    const std::vector<BackendInfo> all = list_make(opts.vk_device, name == "auto" || name == "vulkan");
-    std::string chosen(name);
-    if (name == "auto") {
-        for (const auto& b : all)
-            if (b.available && b.auto_skip.empty()) {
-                chosen = b.name;
-                break;
-            }
-        std::string passed;
-        for (const auto& b : all) {
-            if (b.name == chosen) break;
-            passed += fmt::format("; {} skipped: {}", b.name, b.available ? b.auto_skip : b.detail);
-        }
-        fmt::print(stderr, "backend auto: chose {}{}\n", chosen, passed);
-    }
-    for (const auto& b : all) {
-        if (b.name != chosen) continue;
+    if (name != "auto") {
+        const BackendEntry& e = backend_entry(name);
+        const BackendInfo b = info_of(e, opts);
         check(b.available, "backend '{}' is unavailable: {}", b.name, b.detail);
-        if (b.name == "cpu") return std::make_unique<CpuBackend>(pool);
-#if COLI_HAVE_CUDA
-        if (b.name == "cuda") return cuda_backend_create(opts.vram_bytes);
-#endif
-#if COLI_HAVE_VULKAN
-        if (b.name == "vulkan") return vulkan_backend_create(opts.vram_bytes, opts.vk_device, pool);
-#endif
+        return e.create(pool, opts);
     }
-    std::string names;
-    for (const auto& b : all) names += (names.empty() ? "" : ", ") + b.name;
-    fail("unknown backend '{}' (known: auto, {})", name, names);
+    const std::vector<BackendInfo> all = backend_list(opts);
+    std::string chosen, passed;
+    for (const BackendInfo& b : all) {
+        if (b.available && b.auto_skip.empty()) {
+            chosen = b.name;
+            break;
+        }
+        passed += fmt::format("; {} skipped: {}", b.name, b.available ? b.auto_skip : b.detail);
+    }
+    check(!chosen.empty(), "backend auto: no backend is available{}", passed);
+    fmt::print(stderr, "backend auto: chose {}{}\n", chosen, passed);
+    return backend_entry(chosen).create(pool, opts);
 }
 
 }  // namespace coli

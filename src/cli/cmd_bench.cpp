@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/registry.h"
 #include "cli/commands.h"
 #include "cli/memory_probe.h"
 #include "core/error.h"
@@ -472,8 +473,7 @@ void cmd_bench_add(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--no-matmul", a->no_matmul, "Skip the matmul table");
     cmd->add_option("--model,-m", a->engine.model_dir, "Model directory: also measure expert streaming");
-    cmd->add_option("--backend,-b", a->engine.backend,
-                    "Backend of the decode runs: auto, cpu, cuda, vulkan, metal")
+    cmd->add_option("--backend,-b", a->engine.backend, "Backend of the decode runs: " + backend_names())
         ->capture_default_str();
     cmd->add_option(
            "--vram-gb", a->engine.vram_gb,

@@ -11,13 +11,6 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 
-#if COLI_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
-#if COLI_HAVE_VULKAN
-#include "backend/vulkan/vulkan_backend.h"
-#endif
-
 namespace coli {
 namespace {
 
@@ -25,7 +18,7 @@ struct TestOpsArgs {
     std::string backend = "all";  // a backend name or "all"
     bool require = false;         // a skipped backend is a failure
     bool bench = false;           // also run the device benchmarks
-    int vk_device = -1;           // the Vulkan device tested (-1: the best one)
+    BackendOptions options;       // the backends' own options (--vk-device: the Vulkan device tested)
 };
 
 void test_ops(const TestOpsArgs& a) {
@@ -33,7 +26,7 @@ void test_ops(const TestOpsArgs& a) {
     CpuBackend reference(pool);
     std::vector<OpTestColumn> columns;
     bool known = a.backend == "all";
-    for (const BackendInfo& info : backend_list(a.vk_device)) {
+    for (const BackendInfo& info : backend_list(a.options)) {
         if (a.backend != "all" && info.name != a.backend) continue;
         known = true;
         OpTestColumn col{info.name, {}, {}};
@@ -41,7 +34,7 @@ void test_ops(const TestOpsArgs& a) {
             col.skipped = info.detail;
             fmt::print(stderr, "test-ops: SKIPPED {}: {}\n", info.name, info.detail);
         } else {
-            std::unique_ptr<Backend> b = backend_create(info.name, pool, BackendOptions{0, a.vk_device});
+            std::unique_ptr<Backend> b = backend_create(info.name, pool, a.options);
             fmt::print(stderr, "test-ops: {} ({})\n", info.name, b->description());
             col.checks = op_test_backend(*b, reference);
         }
@@ -59,16 +52,10 @@ void test_ops(const TestOpsArgs& a) {
         }
     }
     fmt::print("test-ops: {} cases, {} failed, {} backend(s) skipped\n", cases, failed, skipped);
-    if (a.bench) {
-#if COLI_HAVE_CUDA
+    if (a.bench)
         for (const auto& col : columns)
-            if (col.backend == "cuda" && col.skipped.empty()) cuda_bench_print();
-#endif
-#if COLI_HAVE_VULKAN
-        for (const auto& col : columns)
-            if (col.backend == "vulkan" && col.skipped.empty()) vulkan_bench_print(a.vk_device);
-#endif
-    }
+            if (const BackendEntry& e = backend_entry(col.backend); e.bench != nullptr && col.skipped.empty())
+                e.bench(a.options);
     check(failed == 0, "test-ops: {} op case(s) outside their tolerance", failed);
     check(!a.require || skipped == 0, "test-ops: --require and {} backend(s) were skipped", skipped);
 }
@@ -84,8 +71,7 @@ void cmd_test_ops_add(CLI::App& app) {
                   "Fail when a requested backend is skipped (no device, not compiled)");
     cmd->add_flag("--bench", args->bench,
                   "Also benchmark the device kernels beside their bounds (CUDA, Vulkan)");
-    cmd->add_option("--vk-device", args->vk_device, "Vulkan device to test (-1 = the best one)")
-        ->capture_default_str();
+    backend_flags_add(*cmd, args->options.values);
     cmd->callback([args] { test_ops(*args); });
 }
 

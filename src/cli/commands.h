@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ namespace coli {
 // Flags shared by every command that loads a model. Without model_required, --model defaults to
 // default_model_dir().
 void model_flags_add(CLI::App& cmd, EngineOptions& opts, bool model_required = true);
+
+// Every backend's own options (BackendEntry::options, e.g. --vk-device), into values by option name.
+void backend_flags_add(CLI::App& cmd, std::map<std::string, std::string>& values);
 
 // The bundled demo model: $COLI_MODEL if set, else models/demo beside the build directory of the binary.
 std::filesystem::path default_model_dir();

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "backend/registry.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "store/expert_store.h"
@@ -32,17 +33,14 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
         model->description("Model directory (config.json + safetensors); default: the bundled demo model")
             ->capture_default_str();
     }
-    cmd.add_option("--backend,-b", o.backend, "Backend: auto, cpu, cuda, vulkan, metal")
-        ->capture_default_str();
+    cmd.add_option("--backend,-b", o.backend, "Backend: " + backend_names())->capture_default_str();
     cmd.add_option("--threads,-t", o.threads, "CPU threads (0 = all cores)")->capture_default_str();
     cmd.add_option("--ram-gb", o.ram_gb, "Hard RAM budget for cached experts, GB (0 = unlimited)")
         ->capture_default_str();
     cmd.add_option("--vram-gb", o.vram_gb,
                    "Device memory for dense weights and the expert tier, GB (0 = free memory less a reserve)")
         ->capture_default_str();
-    cmd.add_option("--vk-device", o.vk_device,
-                   "Vulkan device index (-1 = the best one; `coli backends` lists them)")
-        ->capture_default_str();
+    backend_flags_add(cmd, o.backend_options);
     cmd.add_option("--expert-cache", o.expert_cache,
                    "Cached experts per layer (0 = limited by --ram-gb only)")
         ->capture_default_str();
@@ -55,6 +53,17 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
                    "Quantize dense weights at load to 8 or 4 bits (lossy; 0 = as stored)")
         ->capture_default_str();
     cmd.add_option("--ctx", o.max_ctx, "Context length (0 = the model's maximum)")->capture_default_str();
+}
+
+void backend_flags_add(CLI::App& cmd, std::map<std::string, std::string>& values) {
+    for (const BackendEntry& e : backend_entries())
+        for (const BackendOption& option : e.options) {
+            std::string& value = values[option.name];
+            value = option.default_value;
+            cmd.add_option("--" + option.name, value, option.help)
+                ->type_name(option.integer ? "INT" : "TEXT")
+                ->capture_default_str();
+        }
 }
 
 void sampler_flags_add(CLI::App& cmd, SamplerOptions& o) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -21,7 +22,8 @@ struct EngineOptions {
     int threads = 0;              // CPU threads; 0 = all cores
     double ram_gb = 0;            // expert cache budget in GB; 0 = unlimited
     double vram_gb = 0;     // device budget for dense weights + the expert tier, GB; 0 = free less a reserve
-    int vk_device = -1;     // Vulkan device index (--vk-device); -1 = the best one
+    // The backends' own options by name (BackendOption: "vk-device" for --vk-device); absent: defaults.
+    std::map<std::string, std::string> backend_options;
     int expert_cache = 0;   // expert slots per layer; 0 = no limit
     int io_threads = 4;     // concurrent expert reads
     bool direct_io = true;  // O_DIRECT for expert reads where possible

@@ -1,6 +1,12 @@
 # The Vulkan backend (-DCOLI_VULKAN=ON): GLSL compute shaders compiled to SPIR-V by glslc at build time and
 # embedded in the binary. The Vulkan loader (libvulkan.so.1) is opened at run time, so only the headers
-# are needed here. Included by the top-level CMakeLists.txt.
+# are needed here. Included by cmake/backends.cmake.
+option(COLI_VULKAN "Build the Vulkan backend (needs the Vulkan headers and glslc)" OFF)
+if(NOT COLI_VULKAN)
+  coli_backend_add(vulkan)
+  return()
+endif()
+
 find_program(COLI_GLSLC glslc)
 if(NOT COLI_GLSLC)
   message(FATAL_ERROR "COLI_VULKAN=ON but glslc (the GLSL to SPIR-V compiler) was not found: install it "
@@ -12,7 +18,7 @@ if(NOT COLI_VULKAN_INCLUDE_DIR)
                       "(Debian: apt install libvulkan-dev) or configure with -DCOLI_VULKAN=OFF")
 endif()
 
-set(coli_vk_dir ${CMAKE_SOURCE_DIR}/src/backend/vulkan)
+set(coli_vk_dir ${CMAKE_CURRENT_LIST_DIR})
 set(coli_vk_gen ${CMAKE_BINARY_DIR}/generated/vulkan)
 file(GLOB coli_vk_includes CONFIGURE_DEPENDS ${coli_vk_dir}/shaders/*.glsl)
 file(GLOB coli_vk_sources CONFIGURE_DEPENDS ${coli_vk_dir}/shaders/*.comp)
@@ -80,14 +86,11 @@ configure_file(${coli_vk_gen}/shaders_spv.cpp.in ${coli_vk_gen}/shaders_spv.cpp 
 set_source_files_properties(${coli_vk_gen}/shaders_spv.cpp PROPERTIES OBJECT_DEPENDS "${coli_vk_incs}")
 
 file(GLOB coli_vk_srcs CONFIGURE_DEPENDS ${coli_vk_dir}/*.cpp)
-list(FILTER coli_vk_srcs EXCLUDE REGEX "/support\\.cpp$")
+list(FILTER coli_vk_srcs EXCLUDE REGEX "/(support|entry)\\.cpp$")
 add_library(coli_backend_vulkan STATIC ${coli_vk_srcs} ${coli_vk_gen}/shaders_spv.cpp ${coli_vk_incs})
 target_include_directories(coli_backend_vulkan PUBLIC ${CMAKE_SOURCE_DIR}/src ${COLI_VULKAN_INCLUDE_DIR}
                            PRIVATE ${coli_vk_gen})
-target_link_libraries(coli_backend_vulkan PUBLIC coli_formats ${CMAKE_DL_LIBS})
+target_link_libraries(coli_backend_vulkan PUBLIC coli_backend ${CMAKE_DL_LIBS})
 # Vulkan's create-info structs are meant to be initialized with their sType alone, the rest zero.
 target_compile_options(coli_backend_vulkan PRIVATE -Wno-missing-field-initializers)
-# coli_backend (registry) creates the Vulkan backend; the Vulkan library uses op names from coli_backend.
-target_link_libraries(coli_backend PUBLIC coli_backend_vulkan)
-target_link_libraries(coli_backend_vulkan PUBLIC coli_backend)
-target_compile_definitions(coli_backend PUBLIC COLI_HAVE_VULKAN=1)
+coli_backend_add(vulkan LIBRARY coli_backend_vulkan)
