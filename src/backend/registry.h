@@ -51,14 +51,13 @@ int64_t backend_option_int(const BackendOptions& o, const BackendOption& option)
 
 // One backend, as its folder registers it.
 struct BackendEntry {
-    std::string name;  // "cuda"
-    int rank;          // order of preference for `auto` and in every list (lower first)
-    SupportFn support = nullptr;         // the capability table, built into every binary; nullptr: none yet
-    std::vector<BackendOption> options;  // its own flags
-    // Compiled in: whether a usable device is here (fills available, detail, auto_skip of the info). A
-    // backend not compiled in has none, and `absent` says why and how to build it.
+    std::string name;             // "cuda"
+    int rank = 0;                 // order of preference for `auto` and in every list (lower first)
+    SupportFn support = nullptr;  // the capability table, built into every binary; nullptr: none yet
+    std::vector<BackendOption> options = {};  // its own flags
+    // Compiled in: whether a usable device is here (fills available, detail, auto_skip of the info).
     BackendInfo (*probe)(const BackendOptions& o) = nullptr;
-    std::string absent;
+    std::string absent = {};  // not compiled in (no probe): why, and how to build it
     std::unique_ptr<Backend> (*create)(ThreadPool& pool, const BackendOptions& o) = nullptr;
     // `coli test-ops --bench`: the device kernels' speed beside their bounds, as tables on stdout; or none.
     void (*bench)(const BackendOptions& o) = nullptr;

@@ -18,9 +18,9 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     ckpt_ = Checkpoint::open(opts.model_dir);
     cpu_ = std::make_unique<CpuBackend>(pool);
     check(opts.vram_gb >= 0, "--vram-gb must be >= 0, got {}", opts.vram_gb);
-    backend_ =
-        backend_create(opts.backend, pool,
-                       BackendOptions{static_cast<uint64_t>(opts.vram_gb * kBytesPerGB), opts.backend_options});
+    backend_ = backend_create(
+        opts.backend, pool,
+        BackendOptions{static_cast<uint64_t>(opts.vram_gb * kBytesPerGB), opts.backend_options});
     Backend& primary = backend_->name() == "cpu" ? *cpu_ : *backend_;
     ops_ = std::make_unique<Ops>(primary, *cpu_);
 

@@ -21,12 +21,12 @@ struct EngineOptions {
     std::string backend = "cpu";  // a name from backend_list(), or "auto"
     int threads = 0;              // CPU threads; 0 = all cores
     double ram_gb = 0;            // expert cache budget in GB; 0 = unlimited
-    double vram_gb = 0;     // device budget for dense weights + the expert tier, GB; 0 = free less a reserve
+    double vram_gb = 0;  // device budget for dense weights + the expert tier, GB; 0 = free less a reserve
     // The backends' own options by name (BackendOption: "vk-device" for --vk-device); absent: defaults.
     std::map<std::string, std::string> backend_options;
-    int expert_cache = 0;   // expert slots per layer; 0 = no limit
-    int io_threads = 4;     // concurrent expert reads
-    bool direct_io = true;  // O_DIRECT for expert reads where possible
+    int expert_cache = 0;          // expert slots per layer; 0 = no limit
+    int io_threads = 4;            // concurrent expert reads
+    bool direct_io = true;         // O_DIRECT for expert reads where possible
     std::string hot_set = "auto";  // routing-history file: "auto" (beside the model), "none", or a path
     int dense_bits = 0;            // 0 | 8 | 4
     int64_t max_ctx = 0;           // 0 = the model's maximum

@@ -1,14 +1,20 @@
 // What every backend shares (backend/moe_plan.h, backend/device/): the MoE plan's routing inversion, the
 // combine's slots and the batched-path choice, worked out by hand; fault injection and output poisoning
-// read from the variables that name the backend, and the old per-backend names refused.
+// read from the variables that name the backend (and acted on by every device backend here), and the old
+// per-backend names refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/device/faults.h"
 #include "backend/moe_plan.h"
+#include "backend/registry.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace coli {
 namespace {
@@ -146,6 +152,28 @@ TEST(DeviceFaults, TheOldPerBackendNamesAreRefusedNamingTheNewOnes) {
             EXPECT_NE(std::string(e.what()).find(old_name), std::string::npos) << e.what();
             EXPECT_NE(std::string(e.what()).find(new_name), std::string::npos) << e.what();
         }
+    }
+}
+
+// Every device backend of this build that has a device here, created with the environment as it is now.
+std::vector<std::unique_ptr<Backend>> device_backends() {
+    std::vector<std::unique_ptr<Backend>> out;
+    for (const BackendInfo& b : backend_list())
+        if (b.available && b.name != "cpu") out.push_back(backend_create(b.name, default_pool()));
+    return out;
+}
+
+TEST(DeviceFaults, PoisonedOutputsStartAsNanAndInjectedFaultsThrow) {
+    const EnvVar poison(kPoisonOutputsEnv, "1");
+    const EnvVar fail(kFailOpEnv, "cuda:add,vulkan:add");
+    const std::vector<std::unique_ptr<Backend>> backends = device_backends();
+    if (backends.empty()) GTEST_SKIP() << "SKIPPED: no device backend has a device here";
+    for (const auto& b : backends) {
+        Tensor t = b->tensor_new_unfilled(2, 3);
+        std::vector<float> host(t.numel(), 0.0f);
+        b->tensor_read(t, host);
+        for (float v : host) EXPECT_TRUE(std::isnan(v)) << b->name();
+        EXPECT_THROW(b->add(t, t, t), Error) << b->name();
     }
 }
 

@@ -23,7 +23,7 @@ std::unique_ptr<Backend> cpu_create(ThreadPool& pool, const BackendOptions&) {
 }  // namespace
 
 BackendEntry cpu_backend_entry() {
-    return {"cpu", kRank, cpu_supports, {}, cpu_probe, "", cpu_create, nullptr};
+    return {.name = "cpu", .rank = kRank, .support = cpu_supports, .probe = cpu_probe, .create = cpu_create};
 }
 
 }  // namespace coli

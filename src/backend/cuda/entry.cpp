@@ -32,10 +32,17 @@ void bench(const BackendOptions&) {
 
 BackendEntry cuda_backend_entry() {
 #if COLI_HAVE_CUDA
-    return {"cuda", kRank, cuda_supports, {}, probe, "", create, bench};
+    return {.name = "cuda",
+            .rank = kRank,
+            .support = cuda_supports,
+            .probe = probe,
+            .create = create,
+            .bench = bench};
 #else
-    return {"cuda", kRank, cuda_supports, {}, nullptr,
-            "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)"};
+    return {.name = "cuda",
+            .rank = kRank,
+            .support = cuda_supports,
+            .absent = "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)"};
 #endif
 }
 

@@ -73,8 +73,9 @@ void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Rout
         moe_per_expert(tier, plan, experts, x, y);
 }
 
-void CudaBackend::moe_batched(cuda::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts, const Routing& r,
-                              const Tensor& x, Tensor& y) {
+void CudaBackend::moe_batched(cuda::ExpertTier& tier, const MoePlan& p,
+                              std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
+                              Tensor& y) {
     cudaStream_t s = ctx_->compute;
     const int64_t d_model = x.cols(), d_ff = p.max_ff, total = p.total();
     const cuda::GluArgs act = glu_args(experts[p.used.front()].act);
@@ -122,8 +123,8 @@ void CudaBackend::moe_batched(cuda::ExpertTier& tier, const MoePlan& p, std::spa
     moe_combine_launch(p, r, out.get(), d_model, static_cast<float*>(y.storage()), s);
 }
 
-void CudaBackend::moe_per_expert(cuda::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts, const Tensor& x,
-                                 Tensor& y) {
+void CudaBackend::moe_per_expert(cuda::ExpertTier& tier, const MoePlan& p,
+                                 std::span<const ExpertWeights> experts, const Tensor& x, Tensor& y) {
     cudaStream_t s = ctx_->compute;
     const int64_t d_model = x.cols();
     const cuda::Scratch<int32_t> d_rows = device_copy(ctx_, p.rows);

@@ -78,8 +78,9 @@ inline void bench_gemv_table_begin() {
 }
 inline void bench_gemv_table_row(Format f, const BenchShape& sh, double ms, double gbps, double copy_gbps,
                                  double same_gbps) {
-    fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n", format_name(f), sh.rows,
-               sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps, 100.0 * gbps / same_gbps);
+    fmt::print("{:<16} {:>6}x{:<7} {:>10.1f} {:>10.0f} {:>8.0f}% {:>12.0f} {:>8.0f}%\n", format_name(f),
+               sh.rows, sh.cols, ms * 1e3, gbps, 100.0 * gbps / copy_gbps, same_gbps,
+               100.0 * gbps / same_gbps);
 }
 
 }  // namespace coli

@@ -22,8 +22,8 @@ DeviceBackend::DeviceBackend(std::string_view name, bool (*capability)(const OpD
       poison_(poison_outputs(name)) {}
 
 void DeviceBackend::budget_set(uint64_t vram_bytes, const DeviceMemory& m) {
-    check(vram_bytes <= m.bytes, "--vram-gb {:.2f} exceeds the device's {} ({:.2f} GB)", vram_bytes / kBytesPerGB,
-          m.what, m.bytes / kBytesPerGB);
+    check(vram_bytes <= m.bytes, "--vram-gb {:.2f} exceeds the device's {} ({:.2f} GB)",
+          vram_bytes / kBytesPerGB, m.what, m.bytes / kBytesPerGB);
     budget_ = vram_bytes > 0 ? vram_bytes : (m.bytes > m.reserve ? m.bytes - m.reserve : 0);
 }
 

@@ -86,12 +86,12 @@ private:
     std::string name_;
     bool (*capability_)(const OpDesc&);
     std::string tier_name_;
-    uint64_t budget_ = 0;                // bytes for dense weights + expert tier
-    uint64_t dense_bytes_ = 0;           // dense weights resident
-    uint64_t dense_on_host_ = 0;         // dense weights left on the host (over budget or not placeable)
-    std::unique_ptr<ExpertTier> tier_;   // made at the first moe_experts, with what dense left
-    OpSet fail_{};                       // ops with an injected fault
-    bool poison_ = false;                // ops' outputs start as NaN
+    uint64_t budget_ = 0;               // bytes for dense weights + expert tier
+    uint64_t dense_bytes_ = 0;          // dense weights resident
+    uint64_t dense_on_host_ = 0;        // dense weights left on the host (over budget or not placeable)
+    std::unique_ptr<ExpertTier> tier_;  // made at the first moe_experts, with what dense left
+    OpSet fail_{};                      // ops with an injected fault
+    bool poison_ = false;               // ops' outputs start as NaN
 };
 
 }  // namespace coli

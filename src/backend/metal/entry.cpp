@@ -8,7 +8,7 @@ constexpr int kRank = 30;  // after CUDA and Vulkan for `auto`
 }  // namespace
 
 BackendEntry metal_backend_entry() {
-    return {"metal", kRank, nullptr, {}, nullptr, "not compiled in: Metal needs macOS"};
+    return {.name = "metal", .rank = kRank, .absent = "not compiled in: Metal needs macOS"};
 }
 
 }  // namespace coli

@@ -31,7 +31,7 @@ constexpr uint64_t kCopyBytes = 1ull << 30;    // the clock warm-up's copy size 
 constexpr uint64_t kSpanBytes = 256ull << 20;  // weight copies rotated over: several times any L2 cache
 constexpr int kMaxCopies = 64;                 // at most this many copies of one weight
 constexpr double kGiga = 1e9;
-constexpr int kMaxMoeLayers = 8;     // layers of experts rotated over at most
+constexpr int kMaxMoeLayers = 8;  // layers of experts rotated over at most
 
 // The device's clocks: an idle GPU lowers them, and between the bench's submissions it idles while the host
 // encodes weights and records commands (docs/benchmarks.md). So
@@ -51,7 +51,8 @@ public:
         using Clock = std::chrono::steady_clock;
         s_.finish();
         for (const auto t0 = Clock::now();
-             std::chrono::duration<double, std::milli>(Clock::now() - t0).count() < kClockWarmupMs; s_.finish())
+             std::chrono::duration<double, std::milli>(Clock::now() - t0).count() < kClockWarmupMs;
+             s_.finish())
             for (int l = 0; l < kLoadsPerBatch; ++l) load_();
         for (int l = 0; l < kLoadsPerBatch; ++l) load_();
     }
@@ -131,7 +132,8 @@ void moe_decode_bench(VulkanBackend& b, size_t shape_index, const std::function<
             bench_moe_layers(gu.view(), dn.view(), layers, layer0);
         for (int l = 0; l < layers; ++l) b.moe_experts(experts[l], r, x, y);  // uploads into the tier
         const auto moe_call = [&](int i) { b.moe_experts(experts[i % layers], r, x, y); };
-        const double moe_ms = device_ms(b.stream(), load, moe_call), moe_wall_ms = wall_ms(b.stream(), moe_call);
+        const double moe_ms = device_ms(b.stream(), load, moe_call),
+                     moe_wall_ms = wall_ms(b.stream(), moe_call);
 
         // The same layers' matrices as device weights of their own, for the GEMV dispatches.
         std::vector<std::vector<vk::DeviceWeight>> mats(layers);  // [layer][gate, up, down of each expert]
@@ -217,7 +219,8 @@ void vulkan_bench_print(int device) {
             const int copies = static_cast<int>(std::clamp<uint64_t>(kSpanBytes / bytes + 1, 1, kMaxCopies));
             std::vector<vk::DeviceWeight> w;
             for (int c = 0; c < copies; ++c) w.push_back(vk::weight_to_device(s, v));
-            const double ms = device_ms(s, load, [&](int i) { backend.matmul_device(w[i % copies], x, 1, y); });
+            const double ms =
+                device_ms(s, load, [&](int i) { backend.matmul_device(w[i % copies], x, 1, y); });
             const double gbps = bytes / (ms * 1e-3) / kGiga;
             const uint64_t slots = std::max<uint64_t>(1, copy_bytes / bytes);
             const double same_ms = device_ms(s, load, [&](int i) {

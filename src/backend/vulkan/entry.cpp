@@ -14,8 +14,8 @@ namespace {
 
 constexpr int kRank = 20;  // after CUDA for `auto`
 
-const BackendOption kDevice{"vk-device", "Vulkan device index (-1 = the best one; `coli backends` lists them)",
-                            "-1", true};
+const BackendOption kDevice{
+    "vk-device", "Vulkan device index (-1 = the best one; `coli backends` lists them)", "-1", true};
 
 #if COLI_HAVE_VULKAN
 int device_of(const BackendOptions& o) {
@@ -24,7 +24,11 @@ int device_of(const BackendOptions& o) {
 
 BackendInfo probe(const BackendOptions& o) {
     const VulkanProbe p = vulkan_probe(device_of(o));
-    return {"vulkan", true, p.ok, p.detail, vulkan_supports,
+    return {"vulkan",
+            true,
+            p.ok,
+            p.detail,
+            vulkan_supports,
             p.software ? "a software device (slower than the cpu backend); --backend vulkan uses it" : ""};
 }
 
@@ -41,10 +45,19 @@ void bench(const BackendOptions& o) {
 
 BackendEntry vulkan_backend_entry() {
 #if COLI_HAVE_VULKAN
-    return {"vulkan", kRank, vulkan_supports, {kDevice}, probe, "", create, bench};
+    return {.name = "vulkan",
+            .rank = kRank,
+            .support = vulkan_supports,
+            .options = {kDevice},
+            .probe = probe,
+            .create = create,
+            .bench = bench};
 #else
-    return {"vulkan", kRank, vulkan_supports, {kDevice}, nullptr,
-            "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)"};
+    return {.name = "vulkan",
+            .rank = kRank,
+            .support = vulkan_supports,
+            .options = {kDevice},
+            .absent = "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)"};
 #endif
 }
 

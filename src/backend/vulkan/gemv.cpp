@@ -79,7 +79,7 @@ GemvPlan gemv_plan(const vk::DeviceWeight& w, uint32_t tokens, uint32_t mats, si
     return p;
 }
 
-// The name of a GEMV pipeline: gemv[_batch][_dot]_{subgroup,shared} (cmake/vulkan.cmake's variants).
+// The name of a GEMV pipeline: gemv[_batch][_dot]_{subgroup,shared} (vulkan/backend.cmake's variants).
 std::string gemv_pipeline(bool batch, bool dot, bool subgroup) {
     return std::string(batch ? "gemv_batch" : "gemv") + (dot ? "_dot" : "") +
            (subgroup ? "_subgroup" : "_shared");

@@ -59,8 +59,9 @@ void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Ro
     stream_.flush();  // the device runs the experts while the host records what follows
 }
 
-void VulkanBackend::moe_batched(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
-                                const Routing& r, const Tensor& x, Tensor& y) {
+void VulkanBackend::moe_batched(vk::ExpertTier& tier, const MoePlan& p,
+                                std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
+                                Tensor& y) {
     const int64_t d_model = x.cols(), d_ff = experts[p.used.front()].gate.rows();
     const auto total = static_cast<uint32_t>(p.total());
     const auto slots = static_cast<uint32_t>(r.n_tokens * r.k);
@@ -90,8 +91,8 @@ void VulkanBackend::moe_batched(vk::ExpertTier& tier, const MoePlan& p, std::spa
         groups_for(r.n_tokens * d_model, kThreads));
 }
 
-void VulkanBackend::moe_per_expert(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
-                                   const Tensor& x, Tensor& y) {
+void VulkanBackend::moe_per_expert(vk::ExpertTier& tier, const MoePlan& p,
+                                   std::span<const ExpertWeights> experts, const Tensor& x, Tensor& y) {
     const int64_t d_model = x.cols();
     const vk::BufferPtr rows = upload(p.rows.data(), p.rows.size() * sizeof(int32_t));
     const vk::BufferPtr row_gains = upload(p.gains.data(), p.gains.size() * sizeof(float));
