@@ -1,10 +1,13 @@
 #include "backend/backend.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <utility>
 
 #include "backend/residency.h"
 #include "core/error.h"
@@ -22,6 +25,18 @@ std::string_view op_name(OpKind op) {
     static_assert(std::ranges::none_of(kNames, [](std::string_view n) { return n.empty(); }),
                   "every op needs a name");
     return kNames[static_cast<size_t>(op)];
+}
+
+std::string op_params_text(const OpDesc& d) {
+    const std::pair<const char*, int64_t> fields[] = {
+        {"rows", d.rows},         {"cols", d.cols},         {"width", d.width},   {"heads", d.heads},
+        {"kv_heads", d.kv_heads}, {"head_dim", d.head_dim}, {"latent", d.latent}, {"context", d.context},
+        {"experts", d.experts},   {"top_k", d.top_k},       {"taps", d.taps},     {"entries", d.entries},
+    };
+    std::string s;
+    for (const auto& [name, value] : fields)
+        if (value != 0) s += fmt::format("{}{}={}", s.empty() ? "" : " ", name, value);
+    return s;
 }
 
 void check_shape(const Tensor& t, int64_t rows, int64_t cols, const char* what) {

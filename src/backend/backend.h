@@ -38,16 +38,48 @@ enum class OpKind : uint8_t {
 };
 std::string_view op_name(OpKind op);
 
-// What a backend is asked before running an op: the op, its weight format and sizes.
+// What a backend is asked before running an op (supports, host_step): the op and its real parameters, so
+// that a backend declines what its kernels cannot take (a latent rank, a top-k size) before the call, and
+// the op runs on the CPU as a counted fallback instead of failing on the device. Ops fills, for each op,
+// n, and format and weight when the op has a weight, and the fields of its row below (their values in the
+// call's arguments); the other fields stay 0.
+//   embedding                     rows = vocabulary, cols = width (of the table)
+//   matmul                        rows, cols (of the weight)
+//   moe_experts                   rows, cols (of an expert's gate: [ffn width, input width]), glu; the
+//                                 weight is the first expert's gate
+//   rms_norm, layer_norm          width; the weight is the gain
+//   add, clamp, mul_sigmoid       width
+//   slice_cols                    width (of the input)
+//   rope                          width, head_dim (the stride of the heads in a row)
+//   attention                     heads, kv_heads, head_dim, context (the cache's rows)
+//   mla_attention                 heads, head_dim (nope + rope dims), latent (kv_lora), context, top_k (the
+//                                 selection's keys per query; 0: no selection); the weight is w_kvb
+//   route_softmax_topk            experts, top_k
+//   route_sigmoid_topk            experts, top_k
+//   dsa_select                    heads, head_dim, top_k, context
+//   short_conv                    width (channels), taps
+//   kda                           heads, head_dim
+//   res_mix                       width, entries
 struct OpDesc {
     OpKind op;
-    Format format = Format::f32;     // weight format (matmul, embedding, moe_experts), else f32
-    int64_t rows = 0;                // weight rows / tensor rows
-    int64_t cols = 0;                // weight cols / tensor cols
-    int64_t n = 0;                   // tokens
+    int64_t n = 0;                   // tokens (rows of the activations)
+    Format format = Format::f32;     // the weight's format, f32 when the op has none
+    int64_t rows = 0, cols = 0;      // the weight matrix's shape
     const Weight* weight = nullptr;  // the op's weight when it has one (residency checks), else nullptr
-    GluKind glu = GluKind::silu;     // moe_experts: the experts' gate activation
+    GluKind glu = GluKind::silu;     // the experts' gate activation
+    int64_t width = 0;               // the activations' row width
+    int64_t heads = 0;               // query heads; dsa_select: indexer heads
+    int64_t kv_heads = 0;            // key / value heads
+    int64_t head_dim = 0;            // per-head width of queries and keys
+    int64_t latent = 0;              // MLA's compressed key / value width (kv_lora_rank)
+    int64_t context = 0;             // rows of the cache the op writes and reads
+    int64_t experts = 0;             // routed experts (router logits per token)
+    int64_t top_k = 0;               // experts per token; keys kept per query
+    int64_t taps = 0;                // the convolution's kernel width
+    int64_t entries = 0;             // tensors mixed
 };
+// "heads=128 head_dim=192 ...": the fields that are set, by name (format and weight left out).
+std::string op_params_text(const OpDesc& d);
 
 // Checks that a tensor has the expected shape; the message names the op and the operand. Backends call it
 // (and attention_args_check) on their inputs so that every backend rejects the same calls the same way.
@@ -91,7 +123,10 @@ public:
     virtual std::string_view name() const = 0;          // "cpu", "cuda", "vulkan", "metal"
     virtual std::string description() const = 0;        // device and build details, one line
     virtual bool supports(const OpDesc& op) const = 0;  // false: Ops runs it on the CPU, counted
-    virtual std::string stats() const { return {}; }    // one line of placement statistics, or empty
+    // true: the backend runs this op (when it supports it) by reading a result back and finishing on the
+    // host (routing from the logits); Ops counts it as a host step, apart from native ops and fallbacks.
+    virtual bool host_step(const OpDesc&) const { return false; }
+    virtual std::string stats() const { return {}; }  // one line of placement statistics, or empty
     // The device memory's rate in a large device-to-device copy, measured now (GB/s of bytes read + written):
     // the bound of a step that reads its weights there. 0: the weights are host memory (the caller measures).
     virtual double copy_gbps_measure() { return 0; }

@@ -45,7 +45,12 @@ public:
                     std::vector<float> want(n * s.rows);
                     matmul_ref(w.host, x.data(), n, want.data());
                     check_case(
-                        {OpKind::matmul, f, s.rows, s.cols, n, &wb},
+                        {.op = OpKind::matmul,
+                         .n = n,
+                         .format = f,
+                         .rows = s.rows,
+                         .cols = s.cols,
+                         .weight = &wb},
                         fmt::format("[{}x{}] n={}", s.rows, s.cols, n), naive() ? kRefTolExact : kOpTolDot,
                         [&](Backend& b) {
                             Tensor y = b.tensor_new_unfilled(n, s.rows);
@@ -73,7 +78,12 @@ public:
                         b.embedding(&b == &b_ ? wb : w, ids, out);
                         return tensor_host(b, out);
                     };
-                    check_same({OpKind::embedding, f, vocab, cols, n, &wb},
+                    check_same({.op = OpKind::embedding,
+                                .n = n,
+                                .format = f,
+                                .rows = vocab,
+                                .cols = cols,
+                                .weight = &wb},
                                fmt::format("[{}x{}] n={}", vocab, cols, n), kOpTolExact, run, kRefTolExact,
                                [&] { return op_reference::embedding(w.host, ids); });
                 }
@@ -93,8 +103,8 @@ public:
                 b.rms_norm(tensor_on(b, n, d, x), &b == &b_ ? wb : w, 1e-5f, out);
                 return tensor_host(b, out);
             };
-            check_same({OpKind::rms_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
-                       kOpTolRowReduce, run, kRefTolF32,
+            check_same({.op = OpKind::rms_norm, .n = n, .weight = &wb, .width = d},
+                       fmt::format("[{}x{}]", n, d), kOpTolRowReduce, run, kRefTolF32,
                        [&] { return op_reference::rms_norm(x, d, w.host, 1e-5f); });
         }
     }
@@ -104,7 +114,7 @@ public:
         for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 64}, {9, 1000}}) {
             const std::vector<float> a = random_normal(n * d, ++seed), c = random_normal(n * d, ++seed);
             check_same(
-                {OpKind::add, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
+                {.op = OpKind::add, .n = n, .width = d}, fmt::format("[{}x{}]", n, d), kOpTolExact,
                 [&](Backend& b) {
                     Tensor out = b.tensor_new_unfilled(n, d);
                     b.add(tensor_on(b, n, d, a), tensor_on(b, n, d, c), out);
@@ -112,7 +122,7 @@ public:
                 },
                 kRefTolExact, [&] { return op_reference::add(a, c); });
             check_same(
-                {OpKind::clamp, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolExact,
+                {.op = OpKind::clamp, .n = n, .width = d}, fmt::format("[{}x{}]", n, d), kOpTolExact,
                 [&](Backend& b) {
                     Tensor t = tensor_on(b, n, d, a);
                     b.clamp(t, -0.5f, 0.75f);
@@ -144,7 +154,7 @@ public:
             const std::vector<float> x = random_normal(s.n * cols, ++seed);
             const RopeParams p{s.style, s.head_dim, s.rotary_dim, 10000.0f, s.scaling, s.offset, s.yarn};
             check_same(
-                {OpKind::rope, Format::f32, s.n, cols, s.n},
+                {.op = OpKind::rope, .n = s.n, .width = cols, .head_dim = s.head_dim},
                 fmt::format("{} hd={} rot={}+{}{} n={} pos={}",
                             s.style == RopeStyle::neox ? "neox" : "interleaved", s.head_dim, s.offset,
                             s.rotary_dim, s.yarn.factor > 0 ? " yarn" : "", s.n, s.pos0),
@@ -180,7 +190,12 @@ public:
                                      vc = random_normal(s.ctx * kvw, ++seed);
             const AttentionShape shape{s.heads, s.kv_heads, s.head_dim, 1.0f / std::sqrt(float(s.head_dim))};
             check_same(
-                {OpKind::attention, Format::f32, s.ctx, qw, s.n},
+                {.op = OpKind::attention,
+                 .n = s.n,
+                 .heads = s.heads,
+                 .kv_heads = s.kv_heads,
+                 .head_dim = s.head_dim,
+                 .context = s.ctx},
                 fmt::format("H={} Hkv={} hd={} n={} pos={}", s.heads, s.kv_heads, s.head_dim, s.n, s.pos0),
                 kOpTolDot,
                 [&](Backend& b) {
@@ -217,7 +232,7 @@ public:
         for (const S& s : cases) {
             const std::vector<float> logits = random_normal(s.n * s.experts, ++seed, 2.0f);
             check_same(
-                {OpKind::route_softmax_topk, Format::f32, s.n, s.experts, s.n},
+                {.op = OpKind::route_softmax_topk, .n = s.n, .experts = s.experts, .top_k = s.k},
                 fmt::format("n={} E={} k={}{}", s.n, s.experts, s.k, s.renormalize ? " renorm" : ""),
                 kOpTolRowReduce,
                 [&](Backend& b) {
@@ -261,7 +276,12 @@ public:
                                          y0 = random_normal(n * d_model, ++seed);
                 const Weight& g = experts.front().gate;
                 check_same(
-                    {OpKind::moe_experts, f, g.rows(), g.cols(), n, &g},
+                    {.op = OpKind::moe_experts,
+                     .n = n,
+                     .format = f,
+                     .rows = g.rows(),
+                     .cols = g.cols(),
+                     .weight = &g},
                     fmt::format("E={} k={} d={} ff={} n={}", experts.size(), r.k, d_model, d_ff, n),
                     kOpTolDot,
                     [&](Backend& b) {
@@ -293,7 +313,7 @@ public:
                                           {3, 64, 0, 64}}) {
             const std::vector<float> x = random_normal(n * cols, ++seed);
             check_same(
-                {OpKind::slice_cols, Format::f32, n, cols, n},
+                {.op = OpKind::slice_cols, .n = n, .width = cols},
                 fmt::format("[{}x{}] cols {}..{}", n, cols, c0, c0 + width), kOpTolExact,
                 [&](Backend& b) {
                     Tensor out = b.tensor_new_unfilled(n, width);
@@ -320,7 +340,7 @@ public:
             const Weight bias{WeightView{Format::f32, 1, s.experts, bias_values->data(), nullptr}, nullptr,
                               bias_values};
             check_same(
-                {OpKind::route_sigmoid_topk, Format::f32, s.n, s.experts, s.n},
+                {.op = OpKind::route_sigmoid_topk, .n = s.n, .experts = s.experts, .top_k = s.p.k},
                 fmt::format("n={} E={} k={} groups {}/{}", s.n, s.experts, s.p.k, s.p.topk_group,
                             s.p.n_group),
                 kOpTolRowReduce,
@@ -369,7 +389,15 @@ public:
                         picks[i * kPicked + j] = 3.0f * j;
                 for (bool sparse : {false, true})
                     check_same(
-                        {OpKind::mla_attention, f, s.ctx, qw, s.n, &wb},
+                        {.op = OpKind::mla_attention,
+                         .n = s.n,
+                         .format = f,
+                         .weight = &wb,
+                         .heads = m.n_heads,
+                         .head_dim = m.nope_dim + m.rope_dim,
+                         .latent = m.kv_lora,
+                         .context = s.ctx,
+                         .top_k = sparse ? kPicked : 0},
                         fmt::format("H={} nope={} rope={} v={} lora={} n={} pos={}{}", m.n_heads, m.nope_dim,
                                     m.rope_dim, m.v_dim, m.kv_lora, s.n, s.pos0, sparse ? " selected" : ""),
                         kOpTolDot,
@@ -411,7 +439,7 @@ public:
             const Weight wb = b_.weight_upload(w), bb = b_.weight_upload(bias);
             const std::vector<float> x = random_normal(n * d, ++seed, 3.0f);
             check_same(
-                {OpKind::layer_norm, Format::f32, n, d, n, &wb}, fmt::format("[{}x{}]", n, d),
+                {.op = OpKind::layer_norm, .n = n, .weight = &wb, .width = d}, fmt::format("[{}x{}]", n, d),
                 kOpTolRowReduce,
                 [&](Backend& b) {
                     Tensor out = b.tensor_new_unfilled(n, d);
@@ -482,7 +510,12 @@ public:
                 return all;
             };
             check_same(
-                {OpKind::dsa_select, Format::f32, s.ctx, qw, s.n},
+                {.op = OpKind::dsa_select,
+                 .n = s.n,
+                 .heads = m.n_heads,
+                 .head_dim = m.head_dim,
+                 .context = s.ctx,
+                 .top_k = m.top_k},
                 fmt::format("H={} d={} top={} n={} pos={}{}", m.n_heads, m.head_dim, m.top_k, s.n, s.pos0,
                             s.scores == Scores::all_equal ? " all equal"
                             : s.scores == Scores::groups  ? " ties"

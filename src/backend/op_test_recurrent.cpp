@@ -34,8 +34,8 @@ void short_conv_cases(CheckList& g) {
         const Weight wb = g.backend().weight_upload(w);
         const std::vector<float> x = random_normal(n * c, ++seed), st = random_normal((k - 1) * c, ++seed);
         g.check_same(
-            {OpKind::short_conv, Format::f32, c, k, n, &wb}, fmt::format("C={} K={} n={}", c, k, n),
-            kOpTolRowReduce,
+            {.op = OpKind::short_conv, .n = n, .weight = &wb, .width = c, .taps = k},
+            fmt::format("C={} K={} n={}", c, k, n), kOpTolRowReduce,
             [&](Backend& b) {
                 Tensor state = tensor_on(b, k - 1, c, st), out = b.tensor_new_unfilled(n, c);
                 b.short_conv(tensor_on(b, n, c, x), &b == &g.backend() ? wb : w, state, out);
@@ -73,7 +73,7 @@ void kda_cases(CheckList& g) {
                                  st = random_normal(width * dim, ++seed, 0.1f);
         const KdaShape shape{heads, dim, bound};
         g.check_same(
-            {OpKind::kda, Format::f32, width, dim, n},
+            {.op = OpKind::kda, .n = n, .heads = heads, .head_dim = dim},
             fmt::format("H={} d={} n={} bound={}", heads, dim, n, bound), kOpTolDot,
             [&](Backend& b) {
                 const bool native = &b == &g.backend();
@@ -97,7 +97,7 @@ void mul_sigmoid_cases(CheckList& g) {
     for (auto [n, d] : {std::pair<int64_t, int64_t>{1, 128}, {5, 100}}) {
         const std::vector<float> a = random_normal(n * d, ++seed), x = random_normal(n * d, ++seed, 4.0f);
         g.check_same(
-            {OpKind::mul_sigmoid, Format::f32, n, d, n}, fmt::format("[{}x{}]", n, d), kOpTolRowReduce,
+            {.op = OpKind::mul_sigmoid, .n = n, .width = d}, fmt::format("[{}x{}]", n, d), kOpTolRowReduce,
             [&](Backend& b) {
                 Tensor out = b.tensor_new_unfilled(n, d);
                 b.mul_sigmoid(tensor_on(b, n, d, a), tensor_on(b, n, d, x), out);
@@ -115,7 +115,8 @@ void res_mix_cases(CheckList& g) {
         std::vector<std::vector<float>> entries;
         for (int e = 0; e < m; ++e) entries.push_back(random_normal(n * d, ++seed, 1.0f + e));
         g.check_same(
-            {OpKind::res_mix, Format::f32, m, d, n, &wb}, fmt::format("m={} n={} d={}", m, n, d), kOpTolDot,
+            {.op = OpKind::res_mix, .n = n, .weight = &wb, .width = d, .entries = m},
+            fmt::format("m={} n={} d={}", m, n, d), kOpTolDot,
             [&](Backend& b) {
                 std::vector<Tensor> on_b;
                 for (const auto& e : entries) on_b.push_back(tensor_on(b, n, d, e));
@@ -144,8 +145,13 @@ void situ_expert_cases(CheckList& g) {
             const Routing r = g.reference().route_softmax_topk(
                 tensor_on(g.reference(), n, n_experts, random_normal(n * n_experts, ++seed)), k, true);
             const Weight& gate = experts.front().gate;
-            OpDesc d{OpKind::moe_experts, f, gate.rows(), gate.cols(), n, &gate};
-            d.glu = GluKind::situ;
+            const OpDesc d{.op = OpKind::moe_experts,
+                           .n = n,
+                           .format = f,
+                           .rows = gate.rows(),
+                           .cols = gate.cols(),
+                           .weight = &gate,
+                           .glu = GluKind::situ};
             g.check_same(
                 d, fmt::format("SiTU E={} k={} n={}", n_experts, k, n), kOpTolDot,
                 [&](Backend& b) {

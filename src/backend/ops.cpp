@@ -2,32 +2,40 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
 
 namespace coli {
 
+namespace {
+uint64_t sum(std::span<const uint64_t> counts) {
+    return std::accumulate(counts.begin(), counts.end(), uint64_t{0});
+}
+}  // namespace
+
+uint64_t OpCounters::total_host_steps() const {
+    return sum(host_steps);
+}
+
 uint64_t OpCounters::total_fallbacks() const {
-    uint64_t s = 0;
-    for (auto f : fallback) s += f;
-    return s;
+    return sum(fallback);
 }
 
 uint64_t OpCounters::total_faults() const {
-    uint64_t s = 0;
-    for (auto f : faults) s += f;
-    return s;
+    return sum(faults);
 }
 
 std::string OpCounters::summary() const {
     std::string out;
     for (size_t i = 0; i < native.size(); ++i) {
-        if (native[i] + fallback[i] == 0) continue;
-        out += fmt::format("{}{} {}/{}", out.empty() ? "" : ", ", op_name(static_cast<OpKind>(i)), native[i],
-                           fallback[i]);
+        if (native[i] + host_steps[i] + fallback[i] == 0) continue;
+        out += fmt::format("{}{} {}/{}/{}", out.empty() ? "" : ", ", op_name(static_cast<OpKind>(i)),
+                           native[i], host_steps[i], fallback[i]);
     }
-    return out + " (native/fallback)";
+    return out + " (native/host step/fallback)";
 }
 
 Ops::Ops(Backend& primary, Backend& cpu) : primary_(primary), cpu_(cpu) {}
@@ -38,8 +46,12 @@ bool Ops::runs_native(const OpDesc& d) {
         record_->push_back(d);
         record_->back().weight = nullptr;
     }
-    if (&primary_ == &cpu_ || primary_.supports(d)) {
+    if (&primary_ == &cpu_) {
         ++counters_.native[i];
+        return true;
+    }
+    if (primary_.supports(d)) {
+        ++(primary_.host_step(d) ? counters_.host_steps : counters_.native)[i];
         return true;
     }
     ++counters_.fallback[i];
@@ -49,7 +61,7 @@ bool Ops::runs_native(const OpDesc& d) {
 
 void Ops::fault_count(const OpDesc& d, const char* what) {
     const auto i = static_cast<size_t>(d.op);
-    --counters_.native[i];
+    --(primary_.host_step(d) ? counters_.host_steps : counters_.native)[i];
     ++counters_.fallback[i];
     ++counters_.faults[i];
     ++counters_.fallback_by_format[fmt::format("{}/{}/fault", op_name(d.op), format_name(d.format))];
@@ -113,7 +125,8 @@ Weight Ops::weight(const Weight& host) {
     Weight w = primary_.weight_upload(host);
     if (&primary_ == &cpu_) return w;
     // Rule 3: a weight the backend's fast path cannot take is named now, not discovered in the stats.
-    const OpDesc d{OpKind::matmul, w.format(), w.rows(), w.cols(), 1, &w};
+    const OpDesc d{
+        .op = OpKind::matmul, .n = 1, .format = w.format(), .rows = w.rows(), .cols = w.cols(), .weight = &w};
     if (!primary_.supports(d)) {
         const std::string key = fmt::format("{} [{}, {}]", format_name(w.format()), w.rows(), w.cols());
         if (!declined_warned_[key]) {
@@ -128,10 +141,16 @@ Weight Ops::weight(const Weight& host) {
 Tensor Ops::embedding(const Weight& table, std::span<const int32_t> ids) {
     const auto n = static_cast<int64_t>(ids.size());
     Tensor out;
-    if (ran_native({OpKind::embedding, table.format(), table.rows(), table.cols(), n, &table}, [&] {
-            out = primary_.tensor_new_unfilled(n, table.cols());
-            primary_.embedding(table, ids, out);
-        }))
+    if (ran_native({.op = OpKind::embedding,
+                    .n = n,
+                    .format = table.format(),
+                    .rows = table.rows(),
+                    .cols = table.cols(),
+                    .weight = &table},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(n, table.cols());
+                       primary_.embedding(table, ids, out);
+                   }))
         return out;
     out = cpu_.tensor_new(n, table.cols());
     cpu_.embedding(table, ids, out);
@@ -140,10 +159,12 @@ Tensor Ops::embedding(const Weight& table, std::span<const int32_t> ids) {
 
 Tensor Ops::rms_norm(const Tensor& x, const Weight& w, float eps) {
     Tensor out;
-    if (ran_native({OpKind::rms_norm, w.format(), x.rows(), x.cols(), x.rows(), &w}, [&] {
-            out = primary_.tensor_new_unfilled(x.rows(), x.cols());
-            primary_.rms_norm(x, w, eps, out);
-        }))
+    if (ran_native(
+            {.op = OpKind::rms_norm, .n = x.rows(), .format = w.format(), .weight = &w, .width = x.cols()},
+            [&] {
+                out = primary_.tensor_new_unfilled(x.rows(), x.cols());
+                primary_.rms_norm(x, w, eps, out);
+            }))
         return out;
     out = cpu_.tensor_new(x.rows(), x.cols());
     cpu_.rms_norm(to(cpu_, x), w, eps, out);
@@ -152,10 +173,16 @@ Tensor Ops::rms_norm(const Tensor& x, const Weight& w, float eps) {
 
 Tensor Ops::matmul(const Weight& w, const Tensor& x) {
     Tensor y;
-    if (ran_native({OpKind::matmul, w.format(), w.rows(), w.cols(), x.rows(), &w}, [&] {
-            y = primary_.tensor_new_unfilled(x.rows(), w.rows());
-            primary_.matmul(w, x, y);
-        }))
+    if (ran_native({.op = OpKind::matmul,
+                    .n = x.rows(),
+                    .format = w.format(),
+                    .rows = w.rows(),
+                    .cols = w.cols(),
+                    .weight = &w},
+                   [&] {
+                       y = primary_.tensor_new_unfilled(x.rows(), w.rows());
+                       primary_.matmul(w, x, y);
+                   }))
         return y;
     y = cpu_.tensor_new(x.rows(), w.rows());
     cpu_.matmul(w, to(cpu_, x), y);
@@ -164,7 +191,7 @@ Tensor Ops::matmul(const Weight& w, const Tensor& x) {
 
 Tensor Ops::add(const Tensor& a, const Tensor& b) {
     Tensor out;
-    if (ran_native({OpKind::add, Format::f32, a.rows(), a.cols(), a.rows()}, [&] {
+    if (ran_native({.op = OpKind::add, .n = a.rows(), .width = a.cols()}, [&] {
             out = primary_.tensor_new_unfilled(a.rows(), a.cols());
             primary_.add(a, b, out);
         }))
@@ -183,7 +210,7 @@ void Ops::write_back(Tensor& dst, const Tensor& src) {
 
 // In-place ops: a backend fails before it writes (injected faults are checked on entry), so x is intact.
 void Ops::clamp(Tensor& x, float lo, float hi) {
-    if (ran_native({OpKind::clamp, Format::f32, x.rows(), x.cols(), x.rows()},
+    if (ran_native({.op = OpKind::clamp, .n = x.rows(), .width = x.cols()},
                    [&] { primary_.clamp(x, lo, hi); }))
         return;
     Tensor h = to(cpu_, x);
@@ -192,7 +219,7 @@ void Ops::clamp(Tensor& x, float lo, float hi) {
 }
 
 void Ops::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
-    if (ran_native({OpKind::rope, Format::f32, x.rows(), x.cols(), x.rows()},
+    if (ran_native({.op = OpKind::rope, .n = x.rows(), .width = x.cols(), .head_dim = p.head_dim},
                    [&] { primary_.rope(x, p, pos0); }))
         return;
     Tensor h = to(cpu_, x);
@@ -203,10 +230,16 @@ void Ops::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
 Tensor Ops::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache,
                       const AttentionShape& s, int64_t pos0) {
     Tensor out;
-    if (ran_native({OpKind::attention, Format::f32, cache.k.rows(), q.cols(), q.rows()}, [&] {
-            out = primary_.tensor_new_unfilled(q.rows(), q.cols());
-            primary_.attention(q, k, v, cache, s, pos0, out);
-        }))
+    if (ran_native({.op = OpKind::attention,
+                    .n = q.rows(),
+                    .heads = s.n_heads,
+                    .kv_heads = s.n_kv_heads,
+                    .head_dim = s.head_dim,
+                    .context = cache.k.rows()},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(q.rows(), q.cols());
+                       primary_.attention(q, k, v, cache, s, pos0, out);
+                   }))
         return out;
     // The cache lives on the primary backend: bring it over, run, and send the new rows back.
     KvCache host{to(cpu_, cache.k), to(cpu_, cache.v)};
@@ -219,8 +252,9 @@ Tensor Ops::attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache
 
 Routing Ops::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
     Routing r;
-    if (ran_native({OpKind::route_softmax_topk, Format::f32, logits.rows(), logits.cols(), logits.rows()},
-                   [&] { r = primary_.route_softmax_topk(logits, k, renormalize); }))
+    if (ran_native(
+            {.op = OpKind::route_softmax_topk, .n = logits.rows(), .experts = logits.cols(), .top_k = k},
+            [&] { r = primary_.route_softmax_topk(logits, k, renormalize); }))
         return r;
     return cpu_.route_softmax_topk(to(cpu_, logits), k, renormalize);
 }
@@ -228,9 +262,14 @@ Routing Ops::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
 void Ops::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y) {
     if (experts.empty()) return;
     const Weight& g = experts.front().gate;
-    if (ran_native(
-            {OpKind::moe_experts, g.format(), g.rows(), g.cols(), x.rows(), &g, experts.front().act.kind},
-            [&] { primary_.moe_experts(experts, r, x, y); }))
+    if (ran_native({.op = OpKind::moe_experts,
+                    .n = x.rows(),
+                    .format = g.format(),
+                    .rows = g.rows(),
+                    .cols = g.cols(),
+                    .weight = &g,
+                    .glu = experts.front().act.kind},
+                   [&] { primary_.moe_experts(experts, r, x, y); }))
         return;
     Tensor hy = to(cpu_, y);
     cpu_.moe_experts(experts, r, to(cpu_, x), hy);
@@ -241,7 +280,7 @@ Tensor Ops::slice_cols(const Tensor& x, int64_t c0, int64_t width) {
     check(c0 >= 0 && width > 0 && c0 + width <= x.cols(), "slice_cols: columns [{}, {}) of {}", c0,
           c0 + width, x.cols());
     Tensor out;
-    if (ran_native({OpKind::slice_cols, Format::f32, x.rows(), x.cols(), x.rows()}, [&] {
+    if (ran_native({.op = OpKind::slice_cols, .n = x.rows(), .width = x.cols()}, [&] {
             out = primary_.tensor_new_unfilled(x.rows(), width);
             primary_.slice_cols(x, c0, out);
         }))
@@ -255,10 +294,19 @@ Tensor Ops::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k
                           KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection) {
     const int64_t width = static_cast<int64_t>(s.n_heads) * s.v_dim;
     Tensor out;
-    if (ran_native({OpKind::mla_attention, w_kvb.format(), cache.k.rows(), q.cols(), q.rows(), &w_kvb}, [&] {
-            out = primary_.tensor_new_unfilled(q.rows(), width);
-            primary_.mla_attention(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
-        }))
+    if (ran_native({.op = OpKind::mla_attention,
+                    .n = q.rows(),
+                    .format = w_kvb.format(),
+                    .weight = &w_kvb,
+                    .heads = s.n_heads,
+                    .head_dim = s.nope_dim + s.rope_dim,
+                    .latent = s.kv_lora,
+                    .context = cache.k.rows(),
+                    .top_k = selection ? selection->cols() : 0},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(q.rows(), width);
+                       primary_.mla_attention(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
+                   }))
         return out;
     // The cache lives on the primary backend: bring it over, run, and send the new rows back.
     KvCache host{to(cpu_, cache.k), to(cpu_, cache.v)};
@@ -273,18 +321,21 @@ Tensor Ops::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k
 
 Routing Ops::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
     Routing r;
-    if (ran_native({OpKind::route_sigmoid_topk, Format::f32, logits.rows(), logits.cols(), logits.rows()},
-                   [&] { r = primary_.route_sigmoid_topk(logits, bias, p); }))
+    if (ran_native(
+            {.op = OpKind::route_sigmoid_topk, .n = logits.rows(), .experts = logits.cols(), .top_k = p.k},
+            [&] { r = primary_.route_sigmoid_topk(logits, bias, p); }))
         return r;
     return cpu_.route_sigmoid_topk(to(cpu_, logits), bias, p);
 }
 
 Tensor Ops::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps) {
     Tensor out;
-    if (ran_native({OpKind::layer_norm, w.format(), x.rows(), x.cols(), x.rows(), &w}, [&] {
-            out = primary_.tensor_new_unfilled(x.rows(), x.cols());
-            primary_.layer_norm(x, w, b, eps, out);
-        }))
+    if (ran_native(
+            {.op = OpKind::layer_norm, .n = x.rows(), .format = w.format(), .weight = &w, .width = x.cols()},
+            [&] {
+                out = primary_.tensor_new_unfilled(x.rows(), x.cols());
+                primary_.layer_norm(x, w, b, eps, out);
+            }))
         return out;
     out = cpu_.tensor_new(x.rows(), x.cols());
     cpu_.layer_norm(to(cpu_, x), w, b, eps, out);
@@ -294,10 +345,16 @@ Tensor Ops::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float 
 Tensor Ops::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
                        const DsaShape& s, int64_t pos0) {
     Tensor out;
-    if (ran_native({OpKind::dsa_select, Format::f32, cache.rows(), q.cols(), q.rows()}, [&] {
-            out = primary_.tensor_new_unfilled(q.rows(), s.top_k);
-            primary_.dsa_select(q, weights, k, cache, s, pos0, out);
-        }))
+    if (ran_native({.op = OpKind::dsa_select,
+                    .n = q.rows(),
+                    .heads = s.n_heads,
+                    .head_dim = s.head_dim,
+                    .context = cache.rows(),
+                    .top_k = s.top_k},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(q.rows(), s.top_k);
+                       primary_.dsa_select(q, weights, k, cache, s, pos0, out);
+                   }))
         return out;
     // The key cache lives on the primary backend: bring it over, run, and send the new rows back.
     Tensor host = to(cpu_, cache);
@@ -309,10 +366,16 @@ Tensor Ops::dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, 
 
 Tensor Ops::short_conv(const Tensor& x, const Weight& w, Tensor& state) {
     Tensor out;
-    if (ran_native({OpKind::short_conv, w.format(), w.rows(), w.cols(), x.rows(), &w}, [&] {
-            out = primary_.tensor_new_unfilled(x.rows(), x.cols());
-            primary_.short_conv(x, w, state, out);
-        }))
+    if (ran_native({.op = OpKind::short_conv,
+                    .n = x.rows(),
+                    .format = w.format(),
+                    .weight = &w,
+                    .width = x.cols(),
+                    .taps = w.cols()},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(x.rows(), x.cols());
+                       primary_.short_conv(x, w, state, out);
+                   }))
         return out;
     Tensor host = to(cpu_, state);
     out = cpu_.tensor_new(x.rows(), x.cols());
@@ -324,7 +387,7 @@ Tensor Ops::short_conv(const Tensor& x, const Weight& w, Tensor& state) {
 Tensor Ops::kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
                 const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state) {
     Tensor out;
-    if (ran_native({OpKind::kda, Format::f32, state.rows(), state.cols(), q.rows()}, [&] {
+    if (ran_native({.op = OpKind::kda, .n = q.rows(), .heads = s.n_heads, .head_dim = s.head_dim}, [&] {
             out = primary_.tensor_new_unfilled(q.rows(), q.cols());
             primary_.kda(q, k, v, g, beta, a_log, dt_bias, s, state, out);
         }))
@@ -339,7 +402,7 @@ Tensor Ops::kda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 
 Tensor Ops::mul_sigmoid(const Tensor& a, const Tensor& b) {
     Tensor out;
-    if (ran_native({OpKind::mul_sigmoid, Format::f32, a.rows(), a.cols(), a.rows()}, [&] {
+    if (ran_native({.op = OpKind::mul_sigmoid, .n = a.rows(), .width = a.cols()}, [&] {
             out = primary_.tensor_new_unfilled(a.rows(), a.cols());
             primary_.mul_sigmoid(a, b, out);
         }))
@@ -353,10 +416,16 @@ Tensor Ops::res_mix(std::span<const Tensor> entries, const Weight& w, float eps)
     check(!entries.empty(), "res_mix: no entries");
     const int64_t n = entries.front().rows(), d = entries.front().cols();
     Tensor out;
-    if (ran_native({OpKind::res_mix, w.format(), static_cast<int64_t>(entries.size()), d, n, &w}, [&] {
-            out = primary_.tensor_new_unfilled(n, d);
-            primary_.res_mix(entries, w, eps, out);
-        }))
+    if (ran_native({.op = OpKind::res_mix,
+                    .n = n,
+                    .format = w.format(),
+                    .weight = &w,
+                    .width = d,
+                    .entries = static_cast<int64_t>(entries.size())},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(n, d);
+                       primary_.res_mix(entries, w, eps, out);
+                   }))
         return out;
     std::vector<Tensor> host;
     for (const Tensor& e : entries) host.push_back(to(cpu_, e));

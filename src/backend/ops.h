@@ -15,18 +15,22 @@ namespace coli {
 
 // Per-op counts of where ops ran; shown by `coli run`, served by `coli serve`.
 struct OpCounters {
-    std::array<uint64_t, static_cast<size_t>(OpKind::count_)> native{};    // ran on the chosen backend
+    std::array<uint64_t, static_cast<size_t>(OpKind::count_)> native{};  // ran on the chosen backend
+    // Ran on the chosen backend with a read-back and work on the host (Backend::host_step).
+    std::array<uint64_t, static_cast<size_t>(OpKind::count_)> host_steps{};
     std::array<uint64_t, static_cast<size_t>(OpKind::count_)> fallback{};  // ran on the CPU instead
     std::array<uint64_t, static_cast<size_t>(OpKind::count_)> faults{};    // of fallback: the backend failed
     std::map<std::string, uint64_t> fallback_by_format;                    // "matmul/mxfp4" -> count
-    // Host seconds inside the native calls (on a GPU: recording, launches and waits for results).
+    // Host seconds inside the calls on the chosen backend, native and host steps (on a GPU: recording,
+    // launches and waits for results).
     std::array<double, static_cast<size_t>(OpKind::count_)> native_seconds{};
     double read_seconds = 0;      // host seconds in read(): on a GPU, mostly waiting for the device's results
     uint64_t transfer_bytes = 0;  // moved between backends
 
+    uint64_t total_host_steps() const;
     uint64_t total_fallbacks() const;
     uint64_t total_faults() const;
-    std::string summary() const;  // one line: "matmul 120 native, 0 fallback; ..."
+    std::string summary() const;  // one line: "matmul 120/0/0, ... (native/host step/fallback)"
 };
 
 class Ops {
@@ -86,7 +90,7 @@ private:
     Backend& primary_;
     Backend& cpu_;
     OpCounters counters_;
-    std::vector<OpDesc>* record_ = nullptr;  // see record_to
+    std::vector<OpDesc>* record_ = nullptr;                                 // see record_to
     std::array<bool, static_cast<size_t>(OpKind::count_)> fault_warned_{};  // one warning per op
     std::map<std::string, bool> declined_warned_;                           // one load-time note per format
 };

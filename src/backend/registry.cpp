@@ -12,11 +12,12 @@ namespace coli {
 namespace {
 
 BackendInfo info_of(const BackendEntry& e, const BackendOptions& opts) {
-    if (e.probe == nullptr) return {e.name, false, false, e.absent, e.support, ""};
+    if (e.probe == nullptr) return {e.name, false, false, e.absent, e.support, "", e.host_step};
     BackendInfo info = e.probe(opts);
     info.name = e.name;
     info.compiled = true;
     info.support = e.support;
+    info.host_step = e.host_step;
     return info;
 }
 

@@ -27,6 +27,7 @@ struct BackendInfo {
     std::string detail;           // the device when available, else why not and how to fix it
     SupportFn support = nullptr;  // capability by op, format and shape; nullptr: no backend written yet
     std::string auto_skip;  // why `auto` passes over it although available (a software device), or empty
+    SupportFn host_step = nullptr;  // of the ops it supports, those it runs as host steps; nullptr: none
 };
 
 // Choices a backend takes at creation.
@@ -51,9 +52,10 @@ int64_t backend_option_int(const BackendOptions& o, const BackendOption& option)
 
 // One backend, as its folder registers it.
 struct BackendEntry {
-    std::string name;             // "cuda"
-    int rank = 0;                 // order of preference for `auto` and in every list (lower first)
-    SupportFn support = nullptr;  // the capability table, built into every binary; nullptr: none yet
+    std::string name;               // "cuda"
+    int rank = 0;                   // order of preference for `auto` and in every list (lower first)
+    SupportFn support = nullptr;    // the capability table, built into every binary; nullptr: none yet
+    SupportFn host_step = nullptr;  // of the ops it supports, those it runs as host steps; nullptr: none
     std::vector<BackendOption> options = {};  // its own flags
     // Compiled in: whether a usable device is here (fills available, detail, auto_skip of the info).
     BackendInfo (*probe)(const BackendOptions& o) = nullptr;

@@ -4,6 +4,7 @@
 // --markdown writes the same as docs/backends.md.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 
@@ -27,6 +28,7 @@ struct BackendsArgs {
 struct FamilyCell {
     int native = 0, total = 0;           // (op, format, n) combinations
     std::vector<std::string> fallbacks;  // "attention/f32 n=512"
+    std::vector<std::string> host_ops;   // ops of the native ones run as host steps ("route_sigmoid_topk")
 };
 
 FamilyCell cell_of(const std::vector<OpUse>& uses, const BackendInfo& b) {
@@ -35,21 +37,29 @@ FamilyCell cell_of(const std::vector<OpUse>& uses, const BackendInfo& b) {
         for (Format f : u.formats)
             for (int64_t n : {kDecodeTokens, kPrefillTokens}) {
                 ++c.total;
-                const OpDesc d{u.op, f, u.rows, u.cols, n, nullptr, u.glu};
-                if (b.support != nullptr && b.support(d))
+                OpDesc d = u.desc;
+                d.format = f;
+                d.n = n;
+                if (b.support != nullptr && b.support(d)) {
                     ++c.native;
-                else
-                    c.fallbacks.push_back(fmt::format("{}/{} n={}", op_name(u.op), format_name(f), n));
+                    const std::string op(op_name(d.op));
+                    if (b.host_step != nullptr && b.host_step(d) &&
+                        std::ranges::find(c.host_ops, op) == c.host_ops.end())
+                        c.host_ops.push_back(op);
+                } else
+                    c.fallbacks.push_back(fmt::format("{}/{} n={}", op_name(d.op), format_name(f), n));
             }
     return c;
 }
 
 std::string cell_text(const FamilyCell& c, const BackendInfo& b) {
     if (b.support == nullptr) return "no backend yet";
-    if (c.native == c.total) return fmt::format("all native ({})", c.total);
+    std::string host;
+    for (const auto& op : c.host_ops) host += (host.empty() ? "; host steps: " : ", ") + op;
+    if (c.native == c.total) return fmt::format("all native ({}{})", c.total, host);
     std::string list;
     for (const auto& f : c.fallbacks) list += (list.empty() ? "" : ", ") + f;
-    return fmt::format("{}/{} native; cpu fallback: {}", c.native, c.total, list);
+    return fmt::format("{}/{} native{}; cpu fallback: {}", c.native, c.total, host, list);
 }
 
 void backends(const BackendsArgs& a) {
@@ -79,7 +89,9 @@ void backends(const BackendsArgs& a) {
         "the\n"
         "counts). Residency (`--vram-gb`) and the device's limits can add fallbacks at run time; `coli run` "
         "and\n"
-        "`coli test-ops` show those.\n\n";
+        "`coli test-ops` show those. A host step is run by the backend with a read-back and work on the "
+        "host\n"
+        "(a router that routes on the host from the logits); `coli run` counts those apart.\n\n";
     md += "| family |";
     for (const auto& b : all) md += fmt::format(" {} |", b.name);
     md += "\n|---|";
@@ -92,7 +104,7 @@ void backends(const BackendsArgs& a) {
         md += "\n";
     }
     for (const auto& fam : families) {
-        md += fmt::format("\n## {}\n\n| op | where | formats | shape |", fam);
+        md += fmt::format("\n## {}\n\n| op | where | formats | parameters |", fam);
         for (const auto& b : all) md += fmt::format(" {} |", b.name);
         md += "\n|---|---|---|---|";
         for (size_t i = 0; i < all.size(); ++i) md += "---|";
@@ -100,13 +112,16 @@ void backends(const BackendsArgs& a) {
         for (const OpUse& u : model_family_ops(fam)) {
             std::string formats;
             for (Format f : u.formats) formats += (formats.empty() ? "" : ", ") + std::string(format_name(f));
-            md += fmt::format("| {} | {} | {} | {}x{} |", op_name(u.op), u.what, formats, u.rows, u.cols);
+            md += fmt::format("| {} | {} | {} | {} |", op_name(u.desc.op), u.what, formats,
+                              op_params_text(u.desc));
             for (const auto& b : all) {
                 const FamilyCell c = cell_of({u}, b);
+                const std::string native = c.host_ops.empty() ? "native" : "native (host step)";
                 md += fmt::format(" {} |", b.support == nullptr  ? "no backend yet"
-                                           : c.native == c.total ? "native"
-                                           : c.native == 0       ? "cpu fallback"
-                                                           : fmt::format("{}/{} native", c.native, c.total));
+                                           : c.native == c.total ? native
+                                           : c.native == 0
+                                               ? "cpu fallback"
+                                               : fmt::format("{}/{} {}", c.native, c.total, native));
             }
             md += "\n";
         }

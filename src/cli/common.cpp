@@ -111,6 +111,9 @@ void placement_print(Engine& engine) {
 void stats_print(Engine& engine) {
     const OpCounters& c = engine.ops().counters();
     fmt::print(stderr, "ops on {}: {}\n", engine.ops().backend().name(), c.summary());
+    if (c.total_host_steps() > 0)
+        fmt::print(stderr, "host steps: {} (ops the backend finished on the host after a read-back)\n",
+                   c.total_host_steps());
     if (c.total_fallbacks() > 0) {
         std::string per;
         for (const auto& [what, n] : c.fallback_by_format) per += fmt::format(" {}={}", what, n);

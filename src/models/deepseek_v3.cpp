@@ -198,10 +198,21 @@ private:
     std::vector<DeepseekLayerWeights> layers_;
 };
 
-// Sizes the op declarations use for one MLA family.
+// The sizes of one MLA family that its op declarations use, by config.json name.
 struct MlaFamilySize {
-    int64_t d_model, d_expert, vocab, experts, ctx, heads, kv_lora, rope, nope;
-    int64_t index_heads, index_dim;  // 0: no DSA
+    int64_t d_model;          // hidden_size
+    int64_t d_expert;         // moe_intermediate_size
+    int64_t vocab;            // vocab_size
+    int64_t experts;          // n_routed_experts
+    int64_t top_k;            // num_experts_per_tok
+    int64_t ctx;              // max_position_embeddings
+    int64_t heads;            // num_attention_heads
+    int64_t kv_lora;          // kv_lora_rank
+    int64_t rope;             // qk_rope_head_dim
+    int64_t nope;             // qk_nope_head_dim
+    int64_t index_heads = 0;  // index_n_heads; 0: no DSA indexer
+    int64_t index_dim = 0;    // index_head_dim
+    int64_t index_topk = 0;   // index_topk
 };
 
 // The ops DeepseekV3::forward calls at a family's size. Keep in sync with layer_forward().
@@ -209,44 +220,91 @@ std::vector<OpUse> mla_family_ops(const MlaFamilySize& z) {
     const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16, Format::fp8_e4m3_block};
     std::vector<Format> dense = stored;
     dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
+    const std::vector<Format> f32 = {Format::f32};
+    const int64_t head_dim = z.nope + z.rope;  // per head: the query's nope then rope dims
     std::vector<OpUse> ops = {
-        {OpKind::embedding, stored, z.vocab, z.d_model, "token embedding"},
-        {OpKind::rms_norm, {Format::f32}, 1, z.d_model, "input, post-attention, q_a, kv_a and final norms"},
-        {OpKind::matmul, dense, z.d_model, z.d_model, "q/kv LoRA, o projection, router, lm_head"},
-        {OpKind::slice_cols, {Format::f32}, 1, z.kv_lora + z.rope, "latent and rope key from kv_a"},
-        {OpKind::rope, {Format::f32}, 1, z.heads * (z.nope + z.rope), "rotary embedding of the rope dims"},
-        {OpKind::mla_attention, dense, z.ctx, z.heads * (z.nope + z.rope),
+        {{.op = OpKind::embedding, .rows = z.vocab, .cols = z.d_model}, stored, "token embedding"},
+        {{.op = OpKind::rms_norm, .width = z.d_model},
+         f32,
+         "input, post-attention, q_a, kv_a and final norms"},
+        {{.op = OpKind::matmul, .rows = z.d_model, .cols = z.d_model},
+         dense,
+         "q/kv LoRA, o projection, router, lm_head"},
+        {{.op = OpKind::slice_cols, .width = z.kv_lora + z.rope}, f32, "latent and rope key from kv_a"},
+        {{.op = OpKind::rope, .width = z.heads * head_dim, .head_dim = head_dim},
+         f32,
+         "rotary embedding of the rope dims"},
+        {{.op = OpKind::mla_attention,
+          .heads = z.heads,
+          .head_dim = head_dim,
+          .latent = z.kv_lora,
+          .context = z.ctx,
+          .top_k = z.index_topk},
+         dense,
          "absorbed MLA over the latent cache"},
-        {OpKind::add, {Format::f32}, 1, z.d_model, "residuals"},
-        {OpKind::route_sigmoid_topk, {Format::f32}, 1, z.experts, "sigmoid group-limited router"},
-        {OpKind::moe_experts, dense, z.d_expert, z.d_model, "routed, shared and dense SwiGLU"},
+        {{.op = OpKind::add, .width = z.d_model}, f32, "residuals"},
+        {{.op = OpKind::route_sigmoid_topk, .experts = z.experts, .top_k = z.top_k},
+         f32,
+         "sigmoid group-limited router"},
+        {{.op = OpKind::moe_experts, .rows = z.d_expert, .cols = z.d_model},
+         dense,
+         "routed, shared and dense SwiGLU"},
     };
     if (z.index_heads > 0) {
-        ops.push_back({OpKind::layer_norm, {Format::f32}, 1, z.index_dim, "DSA indexer key norm"});
-        ops.push_back({OpKind::dsa_select,
-                       {Format::f32},
-                       z.ctx,
-                       z.index_heads * z.index_dim,
+        ops.push_back({{.op = OpKind::layer_norm, .width = z.index_dim}, f32, "DSA indexer key norm"});
+        ops.push_back({{.op = OpKind::dsa_select,
+                        .heads = z.index_heads,
+                        .head_dim = z.index_dim,
+                        .context = z.ctx,
+                        .top_k = z.index_topk},
+                       f32,
                        "DSA lightning indexer top-k"});
     }
     return ops;
 }
 
+// DeepSeek-V3.
+constexpr MlaFamilySize kDeepseekV3 = {.d_model = 7168,
+                                       .d_expert = 2048,
+                                       .vocab = 129280,
+                                       .experts = 256,
+                                       .top_k = 8,
+                                       .ctx = 163840,
+                                       .heads = 128,
+                                       .kv_lora = 512,
+                                       .rope = 64,
+                                       .nope = 128};
+
 }  // namespace
 
-// DeepSeek-V3: d_model 7168, 128 heads, kv_lora 512, rope 64, nope 128, 256 experts of 2048, vocab 129280.
 std::vector<OpUse> deepseek_v3_ops() {
-    return mla_family_ops({7168, 2048, 129280, 256, 163840, 128, 512, 64, 128, 0, 0});
+    return mla_family_ops(kDeepseekV3);
 }
 
-// DeepSeek-V3.2: V3 plus a 64-head indexer of width 128.
+// DeepSeek-V3.2: V3 plus the DSA indexer.
 std::vector<OpUse> deepseek_v32_ops() {
-    return mla_family_ops({7168, 2048, 129280, 256, 163840, 128, 512, 64, 128, 64, 128});
+    MlaFamilySize z = kDeepseekV3;
+    z.index_heads = 64;
+    z.index_dim = 128;
+    z.index_topk = 2048;
+    return mla_family_ops(z);
 }
 
-// GLM-5: d_model 6144, 64 heads, nope 192, 256 experts of 2048, vocab 154880, a 32-head indexer of 128.
+// GLM-5.
 std::vector<OpUse> glm_moe_dsa_ops() {
-    return mla_family_ops({6144, 2048, 154880, 256, 202752, 64, 512, 64, 192, 32, 128});
+    return mla_family_ops({.d_model = 6144,
+                           .d_expert = 2048,
+                           .vocab = 154880,
+                           .experts = 256,
+                           .top_k = 8,
+                           .ctx = 202752,
+                           .heads = 64,
+                           .kv_lora = 512,
+                           .rope = 64,
+                           .nope = 192,
+                           .index_heads = 32,
+                           .index_dim = 128,
+                           .index_topk = 2048});
 }
 
 std::unique_ptr<Model> deepseek_v3_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {

@@ -315,11 +315,25 @@ private:
     std::vector<KimiLayerWeights> layers_;
 };
 
-// Sizes the op declarations use for one Kimi family.
+// The sizes of one Kimi family that its op declarations use, by config.json name (K3: in text_config).
 struct KimiFamilySize {
-    int64_t d_model, vocab, experts, d_expert, expert_in;  // expert_in: the latent width (K3) or d_model
-    int64_t heads, head_dim, kv_lora, rope, nope, ctx;
-    bool k3;  // SiTU, MXFP4 experts, attention residuals, output gates
+    int64_t d_model;          // hidden_size
+    int64_t vocab;            // vocab_size
+    int64_t experts;          // num_experts
+    int64_t top_k;            // num_experts_per_token
+    int64_t d_expert;         // moe_intermediate_size
+    int64_t expert_in;        // routed_expert_hidden_size (K3's latent), else hidden_size
+    int64_t heads;            // num_attention_heads (MLA)
+    int64_t kda_heads;        // linear_attn_config.num_heads
+    int64_t kda_dim;          // linear_attn_config.head_dim
+    int64_t conv;             // linear_attn_config.short_conv_kernel_size
+    int64_t kv_lora;          // kv_lora_rank
+    int64_t rope;             // qk_rope_head_dim
+    int64_t nope;             // qk_nope_head_dim
+    int64_t ctx;              // max_position_embeddings
+    int64_t res_entries = 0;  // attention residuals' most entries: ceil(num_hidden_layers /
+                              // attn_res_block_size) snapshots and the running sum; 0: none
+    bool k3 = false;          // model_type kimi_k3: SiTU, MXFP4 experts, output gates
 };
 
 // The ops Kimi::forward calls at a family's size. Keep in sync with forward().
@@ -329,39 +343,79 @@ std::vector<OpUse> kimi_family_ops(const KimiFamilySize& z) {
     dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
     std::vector<Format> expert = dense;
     if (z.k3) expert.push_back(Format::mxfp4);  // K3's routed experts, read in place
-    const int64_t width = z.heads * z.head_dim;
-    constexpr int64_t kConvKernel = 4;  // short_conv_kernel_size of every released Kimi model
+    const std::vector<Format> f32 = {Format::f32};
+    const int64_t width = z.kda_heads * z.kda_dim;  // KDA's projections
     std::vector<OpUse> ops = {
-        {OpKind::embedding, stored, z.vocab, z.d_model, "token embedding"},
-        {OpKind::rms_norm, {Format::f32}, 1, z.d_model, "layer, q_a, kv_a and KDA output norms"},
-        {OpKind::matmul, dense, z.d_model, width, "projections, gates, router, lm_head"},
-        {OpKind::short_conv, {Format::f32}, width, kConvKernel, "KDA short convolutions"},
-        {OpKind::kda, {Format::f32}, width, z.head_dim, "KDA gated delta rule"},
-        {OpKind::mul_sigmoid, {Format::f32}, 1, width, "KDA (and K3 MLA) output gates"},
-        {OpKind::slice_cols, {Format::f32}, 1, z.kv_lora + z.rope, "latent and shared key from kv_a"},
-        {OpKind::mla_attention, dense, z.ctx, z.heads * (z.nope + z.rope), "absorbed NoPE MLA, latent cache"},
-        {OpKind::add, {Format::f32}, 1, z.d_model, "residuals"},
-        {OpKind::route_sigmoid_topk, {Format::f32}, 1, z.experts, "sigmoid router"},
-        {OpKind::moe_experts, expert, z.d_expert, z.expert_in, "routed, shared and dense experts",
-         z.k3 ? GluKind::situ : GluKind::silu},
+        {{.op = OpKind::embedding, .rows = z.vocab, .cols = z.d_model}, stored, "token embedding"},
+        {{.op = OpKind::rms_norm, .width = z.d_model}, f32, "layer, q_a, kv_a and KDA output norms"},
+        {{.op = OpKind::matmul, .rows = z.d_model, .cols = width},
+         dense,
+         "projections, gates, router, lm_head"},
+        {{.op = OpKind::short_conv, .width = width, .taps = z.conv}, f32, "KDA short convolutions"},
+        {{.op = OpKind::kda, .heads = z.kda_heads, .head_dim = z.kda_dim}, f32, "KDA gated delta rule"},
+        {{.op = OpKind::mul_sigmoid, .width = width}, f32, "KDA (and K3 MLA) output gates"},
+        {{.op = OpKind::slice_cols, .width = z.kv_lora + z.rope}, f32, "latent and shared key from kv_a"},
+        {{.op = OpKind::mla_attention,
+          .heads = z.heads,
+          .head_dim = z.nope + z.rope,
+          .latent = z.kv_lora,
+          .context = z.ctx},
+         dense,
+         "absorbed NoPE MLA, latent cache"},
+        {{.op = OpKind::add, .width = z.d_model}, f32, "residuals"},
+        {{.op = OpKind::route_sigmoid_topk, .experts = z.experts, .top_k = z.top_k}, f32, "sigmoid router"},
+        {{.op = OpKind::moe_experts,
+          .rows = z.d_expert,
+          .cols = z.expert_in,
+          .glu = z.k3 ? GluKind::situ : GluKind::silu},
+         expert,
+         "routed, shared and dense experts"},
     };
-    // Attention residuals mix at most ceil(layers / block) snapshots and the running sum: 9 in K3.
-    constexpr int64_t kK3ResEntries = 9;
-    if (z.k3)
-        ops.push_back({OpKind::res_mix, {Format::f32}, kK3ResEntries, z.d_model, "attention residuals"});
+    if (z.res_entries > 0)
+        ops.push_back({{.op = OpKind::res_mix, .width = z.d_model, .entries = z.res_entries},
+                       f32,
+                       "attention residuals"});
     return ops;
 }
 
 }  // namespace
 
-// Kimi Linear 48B: d_model 2304, 32 heads of 128, kv_lora 512, 256 experts of 1024, vocab 163840.
+// Kimi Linear 48B.
 std::vector<OpUse> kimi_linear_ops() {
-    return kimi_family_ops({2304, 163840, 256, 1024, 2304, 32, 128, 512, 64, 128, 1048576, false});
+    return kimi_family_ops({.d_model = 2304,
+                            .vocab = 163840,
+                            .experts = 256,
+                            .top_k = 8,
+                            .d_expert = 1024,
+                            .expert_in = 2304,
+                            .heads = 32,
+                            .kda_heads = 32,
+                            .kda_dim = 128,
+                            .conv = 4,
+                            .kv_lora = 512,
+                            .rope = 64,
+                            .nope = 128,
+                            .ctx = 1048576});
 }
 
-// Kimi K3: d_model 7168, 96 heads of 128, 896 experts of 3072 in a latent of 3584, vocab 163840.
+// Kimi K3 (93 layers, attention residual blocks of 12: 8 snapshots and the running sum).
 std::vector<OpUse> kimi_k3_ops() {
-    return kimi_family_ops({7168, 163840, 896, 3072, 3584, 96, 128, 512, 64, 128, 1048576, true});
+    return kimi_family_ops({.d_model = 7168,
+                            .vocab = 163840,
+                            .experts = 896,
+                            .top_k = 16,
+                            .d_expert = 3072,
+                            .expert_in = 3584,
+                            .heads = 96,
+                            .kda_heads = 96,
+                            .kda_dim = 128,
+                            .conv = 4,
+                            .kv_lora = 512,
+                            .rope = 64,
+                            .nope = 128,
+                            .ctx = 1048576,
+                            .res_entries = 9,
+                            .k3 = true});
 }
 
 std::unique_ptr<Model> kimi_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {

@@ -63,15 +63,13 @@ std::unique_ptr<Model> model_load(const Checkpoint& ckpt, Ops& ops, const LoadOp
 // The model_type values this build supports.
 std::vector<std::string> model_families();
 
-// One kind of op call a family's forward makes: the op, the weight formats it can meet and a
-// representative shape. Each family declares these beside its forward; `coli backends` asks every
-// backend about them to compute the family x backend matrix (docs/design.md rule 1).
+// One kind of op call a family's forward makes: the op with its parameters at the family's reference size,
+// the weight formats it can meet, and where. Each family declares these beside its forward; `coli backends`
+// asks every backend about them to compute the family x backend matrix (docs/design.md rule 1).
 struct OpUse {
-    OpKind op;                    // the op
+    OpDesc desc;                  // the op and its parameters; format and n are set by the asker
     std::vector<Format> formats;  // weight formats it can meet (stored dtypes, --dense-bits); {f32} if none
-    int64_t rows = 0, cols = 0;   // OpDesc rows / cols at the family's reference size
     std::string what;             // where in the forward ("q/k/v/o projections")
-    GluKind glu = GluKind::silu;  // moe_experts: the experts' activation
 };
 
 // The ops the named family uses; throws coli::Error for an unknown family.

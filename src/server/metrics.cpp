@@ -135,16 +135,23 @@ std::string Metrics::prometheus_text() const {
 
     const OpCounters& c = engine_.ops;
     family_add(out, "coli_ops_total", "counter",
-               "Ops run, by op and where: native on the chosen backend, or fallback to the CPU.");
+               "Ops run, by op and where: native on the chosen backend, a host step (on the backend with a "
+               "read-back and work on the host), or fallback to the CPU.");
     for (size_t i = 0; i < c.native.size(); ++i) {
         const std::string op(op_name(static_cast<OpKind>(i)));
         sample_add(
             out, "coli_ops_total", c.native[i],
             fmt::format("backend=\"{}\",op=\"{}\",placement=\"native\"", label_escape(info_.backend), op));
         sample_add(
+            out, "coli_ops_total", c.host_steps[i],
+            fmt::format("backend=\"{}\",op=\"{}\",placement=\"host_step\"", label_escape(info_.backend), op));
+        sample_add(
             out, "coli_ops_total", c.fallback[i],
             fmt::format("backend=\"{}\",op=\"{}\",placement=\"fallback\"", label_escape(info_.backend), op));
     }
+    metric_add(out, "coli_host_steps_total", "counter",
+               "Ops the chosen backend ran with a read-back and work on the host (routing).",
+               c.total_host_steps());
     metric_add(out, "coli_fallbacks_total", "counter",
                "Ops that ran on the CPU instead of the chosen backend.", c.total_fallbacks());
     metric_add(out, "coli_fallback_faults_total", "counter", "Of the fallbacks, those after a device fault.",
@@ -165,6 +172,7 @@ std::string Metrics::status_json() const {
     for (size_t i = 0; i < engine_.ops.native.size(); ++i)
         ops.push_back({{"op", std::string(op_name(static_cast<OpKind>(i)))},
                        {"native", engine_.ops.native[i]},
+                       {"host_steps", engine_.ops.host_steps[i]},
                        {"fallback", engine_.ops.fallback[i]},
                        {"faults", engine_.ops.faults[i]}});
     uint64_t requests = 0;
@@ -206,6 +214,7 @@ std::string Metrics::status_json() const {
           {"pinned", s.pinned_experts},
           {"total_bytes", info_.expert_bytes}}},
         {"ops", ops},
+        {"host_steps", engine_.ops.total_host_steps()},
         {"fallbacks",
          {{"total", engine_.ops.total_fallbacks()},
           {"faults", engine_.ops.total_faults()},

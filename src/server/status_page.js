@@ -70,9 +70,11 @@ function show(s) {
 
   set("fallbacks", s.fallbacks.total);
   set("faults", s.fallbacks.faults);
+  set("host-steps", s.host_steps);
   document.getElementById("fallbacks").className = s.fallbacks.total ? "warn" : "";
   rows(document.getElementById("ops"),
-       s.ops.filter((o) => o.native + o.fallback > 0).map((o) => [o.op, o.native, o.fallback]));
+       s.ops.filter((o) => o.native + o.host_steps + o.fallback > 0)
+           .map((o) => [o.op, o.native, o.host_steps, o.fallback]));
   rows(document.getElementById("by-format"),
        Object.entries(s.fallbacks.by_format).map(([what, n]) => [`fallback ${what}`, n]));
 }

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/support.h"
 #include "backend/ops.h"
 #include "backend/registry.h"
+#include "backend/vulkan/limits.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
@@ -152,6 +154,117 @@ TEST(OpsRecord, RecordsEveryOpCall) {
     EXPECT_EQ(seen[0].n, n);
     EXPECT_EQ(seen[0].weight, nullptr) << "a recorded weight could dangle";
     EXPECT_EQ(seen[1].op, OpKind::rms_norm) << "declined ops are recorded too";
+}
+
+// A backend's size limits are declined in supports(), from the parameters Ops puts in the OpDesc: such an
+// op runs on the CPU as a counted fallback, never as a device fault. The CUDA capability table (plain C++)
+// answers here for a stand-in backend; the ops run on the CPU behind it.
+class CudaLimitsBackend final : public ForwardingBackend {
+public:
+    using ForwardingBackend::ForwardingBackend;
+    std::string_view name() const override { return "cuda-limits"; }
+    bool supports(const OpDesc& d) const override { return cuda_supports(d); }
+};
+
+Weight weight_of(const std::vector<float>& v, int64_t rows, int64_t cols) {
+    return Weight{WeightView{Format::f32, rows, cols, v.data(), nullptr}, nullptr, nullptr};
+}
+
+// One dsa_select call of one token over a 4-key cache: `heads` indexer heads of 4 dims, top_k keys.
+void dsa_call(Ops& ops, int heads, int top_k) {
+    constexpr int kDim = 4, kCtx = 4;
+    Tensor cache = ops.tensor(kCtx, kDim);
+    ops.dsa_select(ops.tensor_from(1, heads * kDim, random_normal(heads * kDim, 7)),
+                   ops.tensor_from(1, heads, random_normal(heads, 8)),
+                   ops.tensor_from(1, kDim, random_normal(kDim, 9)), cache,
+                   DsaShape{heads, kDim, top_k, 0.5f, 1.0f}, 0);
+}
+
+// One mla_attention call of one token (one head of 8 + 8 dims, values of 8) with a latent of kv_lora.
+void mla_call(Ops& ops, int64_t kv_lora) {
+    constexpr int kDim = 8, kCtx = 4;
+    const std::vector<float> w = random_normal(2 * kDim * kv_lora, 10);
+    KvCache cache{ops.tensor(kCtx, kv_lora), ops.tensor(kCtx, kDim)};
+    ops.mla_attention(ops.tensor_from(1, 2 * kDim, random_normal(2 * kDim, 11)),
+                      ops.tensor_from(1, kv_lora, random_normal(kv_lora, 12)),
+                      ops.tensor_from(1, kDim, random_normal(kDim, 13)), weight_of(w, 2 * kDim, kv_lora),
+                      cache, MlaShape{1, kDim, kDim, kDim, kv_lora, 0.25f}, 0);
+}
+
+// One kda call of one token: one head of head_dim.
+void kda_call(Ops& ops, int head_dim) {
+    const std::vector<float> a_log = {0.5f}, dt_bias(head_dim, 0.0f), beta = {0.3f};
+    Tensor state = ops.tensor(head_dim, head_dim);
+    const auto row = [&](uint32_t seed) {
+        return ops.tensor_from(1, head_dim, random_normal(head_dim, seed));
+    };
+    ops.kda(row(14), row(15), row(16), row(17), ops.tensor_from(1, 1, beta), weight_of(a_log, 1, 1),
+            weight_of(dt_bias, 1, head_dim), KdaShape{1, head_dim, 0.0f}, state);
+}
+
+TEST(OpsFallback, DeclinedLimitsAreFallbacksNotFaults) {
+    ThreadPool pool(1);
+    CpuBackend cpu(pool);
+    CudaLimitsBackend gpu(pool);
+    Ops ops(gpu, cpu);
+    const auto counted = [&](OpKind op, uint64_t native, uint64_t fallback) {
+        const auto i = static_cast<size_t>(op);
+        EXPECT_EQ(ops.counters().native[i], native) << op_name(op);
+        EXPECT_EQ(ops.counters().fallback[i], fallback) << op_name(op);
+    };
+    mla_call(ops, kCudaMlaMaxLatent);
+    mla_call(ops, kCudaMlaMaxLatent + 1);
+    counted(OpKind::mla_attention, 1, 1);
+    dsa_call(ops, 2, kCudaDsaMaxTopK);
+    dsa_call(ops, 2, kCudaDsaMaxTopK + 1);
+    counted(OpKind::dsa_select, 1, 1);
+    kda_call(ops, 128);
+    kda_call(ops, 256);
+    counted(OpKind::kda, 1, 1);
+    EXPECT_EQ(ops.counters().total_faults(), 0u);
+}
+
+// The same on the Vulkan backend itself (lavapipe in CI): more indexer heads than its scoring shader takes.
+TEST(OpsFallback, VulkanDeclinesTooManyIndexerHeads) {
+    ThreadPool pool(1);
+    bool vulkan = false;
+    for (const BackendInfo& b : backend_list()) vulkan |= b.name == "vulkan" && b.available;
+    if (!vulkan) GTEST_SKIP() << "SKIPPED: no Vulkan backend or device here";
+    std::unique_ptr<Backend> gpu = backend_create("vulkan", pool);
+    CpuBackend cpu(pool);
+    Ops ops(*gpu, cpu);
+    dsa_call(ops, kVulkanDsaMaxHeads, 2);
+    dsa_call(ops, kVulkanDsaMaxHeads + 1, 2);
+    const auto i = static_cast<size_t>(OpKind::dsa_select);
+    EXPECT_EQ(ops.counters().native[i], 1u);
+    EXPECT_EQ(ops.counters().fallback[i], 1u);
+    EXPECT_EQ(ops.counters().total_faults(), 0u);
+}
+
+// A host step (Backend::host_step) is counted apart from native ops and fallbacks.
+class HostRoutingBackend final : public ForwardingBackend {
+public:
+    using ForwardingBackend::ForwardingBackend;
+    std::string_view name() const override { return "host-routing"; }
+    bool host_step(const OpDesc& d) const override { return d.op == OpKind::route_softmax_topk; }
+};
+
+TEST(OpsFallback, HostStepsAreCountedApart) {
+    ThreadPool pool(1);
+    CpuBackend cpu(pool);
+    HostRoutingBackend gpu(pool);
+    Ops ops(gpu, cpu);
+    const Tensor logits = ops.tensor_from(2, 4, random_normal(8, 18));
+    ops.route_softmax_topk(logits, 2, true);
+    ops.add(logits, logits);
+    const OpCounters& c = ops.counters();
+    const auto i = static_cast<size_t>(OpKind::route_softmax_topk);
+    EXPECT_EQ(c.host_steps[i], 1u);
+    EXPECT_EQ(c.native[i], 0u);
+    EXPECT_EQ(c.total_host_steps(), 1u);
+    EXPECT_EQ(c.total_fallbacks(), 0u);
+    EXPECT_EQ(c.native[static_cast<size_t>(OpKind::add)], 1u);
+    EXPECT_NE(c.summary().find("route_softmax_topk 0/1/0"), std::string::npos) << c.summary();
 }
 
 TEST(BackendRegistry, UnknownAndUnavailableBackendsSayWhy) {

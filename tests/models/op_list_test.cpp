@@ -65,7 +65,7 @@ TEST(OpLists, DeclareWhatTheForwardCalls) {
         for (int cache : kExpertCaches) {
             const auto [family, ops] = forward_ops(fixture, cache);
             std::set<OpKey> declared;
-            for (const OpUse& u : model_family_ops(family)) declared.insert(key_of(u.op, u.glu));
+            for (const OpUse& u : model_family_ops(family)) declared.insert(key_of(u.desc.op, u.desc.glu));
             for (const OpKey& k : ops)
                 EXPECT_TRUE(declared.contains(k))
                     << fixture << " (expert cache " << cache << "): the " << family << " forward calls "
@@ -75,8 +75,8 @@ TEST(OpLists, DeclareWhatTheForwardCalls) {
     for (const std::string& family : model_families()) {
         ASSERT_TRUE(called.contains(family)) << family << " has no fixture here to record its forward from";
         for (const OpUse& u : model_family_ops(family))
-            EXPECT_TRUE(called[family].contains(key_of(u.op, u.glu)))
-                << family << " declares " << key_name(key_of(u.op, u.glu)) << " (" << u.what
+            EXPECT_TRUE(called[family].contains(key_of(u.desc.op, u.desc.glu)))
+                << family << " declares " << key_name(key_of(u.desc.op, u.desc.glu)) << " (" << u.what
                 << "), which no fixture's forward calls";
     }
 }

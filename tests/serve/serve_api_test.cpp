@@ -305,6 +305,8 @@ TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
     has("coli_requests_total 1.0 code=200,endpoint=completions");
     has("coli_ops_total ");
     has("backend=cpu,op=matmul,placement=native");
+    has("backend=cpu,op=matmul,placement=host_step");
+    has("coli_host_steps_total 0.0");
     has("coli_fallbacks_total 0.0");
     has("coli_expert_hit_rate ");
     has("coli_expert_bytes_read_total ");

@@ -25,8 +25,7 @@ using cuda::dev;
 
 namespace {
 
-constexpr int kDsaHeadDimMultiple = 4;  // the DSA scoring kernel reads float4s
-constexpr int kPoisonByte = 0xff;       // all bytes 0xff: each float a NaN (COLI_POISON_OUTPUTS)
+constexpr int kPoisonByte = 0xff;  // all bytes 0xff: each float a NaN (COLI_POISON_OUTPUTS)
 
 }  // namespace
 
@@ -53,10 +52,17 @@ std::unique_ptr<Backend> cuda_backend_create(uint64_t vram_bytes) {
 }
 
 CudaBackend::CudaBackend(std::shared_ptr<cuda::Context> ctx, uint64_t vram_bytes)
-    : DeviceBackend("cuda", cuda_supports, "vram expert tier"), ctx_(std::move(ctx)) {
+    : DeviceBackend("cuda", cuda_supports, cuda_host_step, "vram expert tier"), ctx_(std::move(ctx)) {
     size_t free_bytes = 0, total_bytes = 0;
     cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
     budget_set(vram_bytes, {free_bytes, kCudaVramReserve, "free memory"});
+}
+
+bool CudaBackend::device_supports(const OpDesc& d) const {
+    // The DSA scoring kernel holds a token's queries in shared memory: as much as this device offers.
+    return d.op != OpKind::dsa_select ||
+           cuda::dsa_scores_smem_bytes({static_cast<int>(d.heads), static_cast<int>(d.head_dim), 0, 0}) <=
+               ctx_->props.sharedMemPerBlockOptin;
 }
 
 std::string CudaBackend::device_description() const {
@@ -241,8 +247,6 @@ void CudaBackend::mla_attention(const Tensor& q, const Tensor& latent, const Ten
     fault_check(OpKind::mla_attention);
     mla_args_check(q, latent, k_pe, w_kvb, cache, s, pos0, selection, out);
     if (selection) check_owner(*selection, "mla_attention selection");
-    check(s.kv_lora <= kCudaMlaMaxLatent, "cuda mla_attention: kv_lora {} is wider than {}", s.kv_lora,
-          kCudaMlaMaxLatent);
     for (const Tensor* t :
          {&q, &latent, &k_pe, static_cast<const Tensor*>(&cache.k), static_cast<const Tensor*>(&cache.v)})
         check_owner(*t, "mla_attention");
@@ -291,12 +295,7 @@ void CudaBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tenso
     cuda_check(cudaMemcpyAsync(dev(cache) + pos0 * s.head_dim, dev(k), k.numel() * sizeof(float),
                                cudaMemcpyDeviceToDevice, ctx_->compute),
                "indexer key cache write");
-    check(s.top_k <= kCudaDsaMaxTopK, "cuda dsa_select: top_k {} is larger than {}", s.top_k,
-          kCudaDsaMaxTopK);
     const cuda::DsaArgs a{s.n_heads, s.head_dim, s.scale, s.weight_scale};
-    check(s.head_dim % kDsaHeadDimMultiple == 0 &&
-              cuda::dsa_scores_smem_bytes(a) <= ctx_->props.sharedMemPerBlockOptin,
-          "cuda dsa_select: {} heads of {} do not fit the scoring kernel", s.n_heads, s.head_dim);
     // Scores and their top-k on the device: only the selection leaves the kernels.
     cuda::Scratch<float> scores(ctx_, n * total);
     cuda::dsa_scores(dev(q), dev(weights), dev(cache), n, pos0, a, scores.get(), ctx_->compute);

@@ -82,6 +82,7 @@ public:
 
 private:
     std::string device_description() const override;
+    bool device_supports(const OpDesc& d) const override;
     uint64_t weight_device_bytes(const WeightView& w) const override;
     std::shared_ptr<void> weight_to_device(const WeightView& w) override;
     std::unique_ptr<ExpertTier> tier_create(uint64_t capacity) override;

@@ -35,6 +35,7 @@ BackendEntry cuda_backend_entry() {
     return {.name = "cuda",
             .rank = kRank,
             .support = cuda_supports,
+            .host_step = cuda_host_step,
             .probe = probe,
             .create = create,
             .bench = bench};
@@ -42,6 +43,7 @@ BackendEntry cuda_backend_entry() {
     return {.name = "cuda",
             .rank = kRank,
             .support = cuda_supports,
+            .host_step = cuda_host_step,
             .absent = "not compiled in: rebuild with -DCOLI_CUDA=ON (needs the CUDA toolkit)"};
 #endif
 }

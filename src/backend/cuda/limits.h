@@ -26,6 +26,8 @@ inline constexpr size_t kCudaReadbackBytes = size_t{1} << 20;
 
 // Largest DSA top_k the device selection sorts in one block's shared memory (DeepSeek V3.2, GLM: 2048).
 inline constexpr int kCudaDsaMaxTopK = 4096;
+// The DSA scoring kernel reads the indexer's queries and keys as float4s: head_dim a multiple of this.
+inline constexpr int kCudaDsaHeadDimMultiple = 4;
 
 // Widest MLA latent (kv_lora_rank) the MLA output kernel holds in shared memory (DeepSeek, GLM, Kimi: 512).
 inline constexpr int64_t kCudaMlaMaxLatent = 1024;

@@ -18,29 +18,32 @@ bool cuda_supports(const OpDesc& d) {
         case OpKind::attention:
             return true;  // any context: keys in splits
         case OpKind::route_softmax_topk:
-            return d.cols <= kCudaRouteMaxExperts;
+            return d.experts <= kCudaRouteMaxExperts;
         case OpKind::slice_cols:
-        case OpKind::route_sigmoid_topk:  // the logits go to the host, where the routing is used
+        case OpKind::route_sigmoid_topk:  // a host step (cuda_host_step)
             return true;
         case OpKind::layer_norm:
             return true;
-        case OpKind::dsa_select:
-            return true;  // scores and top-k on the device; top_k up to kCudaDsaMaxTopK (checked at the call)
-        case OpKind::mla_attention:
-            return true;  // any context (scores in passes); kv_lora up to kCudaMlaMaxLatent
+        case OpKind::dsa_select:  // on the device; shared memory per block: CudaBackend::device_supports
+            return d.top_k <= kCudaDsaMaxTopK && d.head_dim % kCudaDsaHeadDimMultiple == 0;
+        case OpKind::mla_attention:  // any context (scores in passes)
+            return d.latent <= kCudaMlaMaxLatent;
         case OpKind::short_conv:
-            return d.cols <= kCudaConvMaxKernel;  // cols: the kernel width
+            return d.taps >= 2 && d.taps <= kCudaConvMaxKernel;
         case OpKind::kda:
-            return std::ranges::find(kCudaKdaHeadDims, d.cols) !=
-                   std::end(kCudaKdaHeadDims);  // cols: head_dim
+            return std::ranges::find(kCudaKdaHeadDims, d.head_dim) != std::end(kCudaKdaHeadDims);
         case OpKind::mul_sigmoid:
             return true;
         case OpKind::res_mix:
-            return d.rows <= kCudaResMixMaxEntries;  // rows: the entries
+            return d.entries <= kCudaResMixMaxEntries;
         case OpKind::count_:
             break;
     }
     return false;
+}
+
+bool cuda_host_step(const OpDesc& d) {
+    return d.op == OpKind::route_sigmoid_topk;  // the logits are read back and routed by route_sigmoid_host
 }
 
 }  // namespace coli

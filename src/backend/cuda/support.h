@@ -10,8 +10,10 @@
 
 namespace coli {
 
-// The capability of the CUDA kernels for (op, format, shape); ignores residency and device limits.
+// The capability of the CUDA kernels for an op and its parameters; ignores residency and device limits.
 bool cuda_supports(const OpDesc& d);
+// Whether the CUDA backend runs the op as a host step (Backend::host_step).
+bool cuda_host_step(const OpDesc& d);
 
 // Whether a CUDA device is usable here, and which (or why not: cudaGetDeviceCount's error string).
 struct CudaProbe {

@@ -14,9 +14,11 @@ constexpr double kBytesPerGB = 1e9;
 constexpr double kBytesPerMB = 1e6;
 }  // namespace
 
-DeviceBackend::DeviceBackend(std::string_view name, bool (*capability)(const OpDesc&), std::string tier_name)
+DeviceBackend::DeviceBackend(std::string_view name, bool (*capability)(const OpDesc&),
+                             bool (*host_steps)(const OpDesc&), std::string tier_name)
     : name_(name),
       capability_(capability),
+      host_steps_(host_steps),
       tier_name_(std::move(tier_name)),
       fail_(fault_ops(name)),
       poison_(poison_outputs(name)) {}
@@ -36,7 +38,7 @@ std::string DeviceBackend::description() const {
 }
 
 bool DeviceBackend::supports(const OpDesc& d) const {
-    return capability_(d) && !weight_left_on_host(d);
+    return capability_(d) && device_supports(d) && !weight_left_on_host(d);
 }
 
 std::string DeviceBackend::stats() const {

@@ -30,13 +30,15 @@ struct DeviceMemory {
 
 class DeviceBackend : public Backend {
 public:
-    // name: the backend ("cuda"); capability: its kernels' answer by op, format and shape; tier_name: what
-    // stats() calls the expert tier.
-    DeviceBackend(std::string_view name, bool (*capability)(const OpDesc&), std::string tier_name);
+    // name: the backend ("cuda"); capability: its kernels' answer by op and parameters; host_steps: which of
+    // those it runs as host steps; tier_name: what stats() calls the expert tier.
+    DeviceBackend(std::string_view name, bool (*capability)(const OpDesc&), bool (*host_steps)(const OpDesc&),
+                  std::string tier_name);
 
     std::string_view name() const final { return name_; }
     std::string description() const final;
     bool supports(const OpDesc& d) const final;
+    bool host_step(const OpDesc& d) const final { return host_steps_(d); }
     std::string stats() const final;
     Weight weight_upload(const Weight& w) final;
     // The routing on the host, from the logits read back (route_sigmoid_host).
@@ -46,6 +48,8 @@ protected:
     // The budget: vram_bytes, or when 0 the device's memory less its reserve. Called by the constructor.
     void budget_set(uint64_t vram_bytes, const DeviceMemory& m);
 
+    // What this device's limits allow beyond the kernels' capability (shared memory per block, ...).
+    virtual bool device_supports(const OpDesc&) const { return true; }
     // The device, in description() before the budget: "NVIDIA H200, 132 SMs, ...".
     virtual std::string device_description() const = 0;
     // The device bytes of a dense weight, and its device copy (what Weight::device holds).
@@ -85,6 +89,7 @@ private:
 
     std::string name_;
     bool (*capability_)(const OpDesc&);
+    bool (*host_steps_)(const OpDesc&);
     std::string tier_name_;
     uint64_t budget_ = 0;               // bytes for dense weights + expert tier
     uint64_t dense_bytes_ = 0;          // dense weights resident

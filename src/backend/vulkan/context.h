@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/vulkan/device.h"
+#include "backend/vulkan/limits.h"
 #include "backend/vulkan/loader.h"
 
 namespace coli::vk {
@@ -16,8 +17,8 @@ class BufferPool;
 
 // Storage buffers each shader may bind (bindings 0 .. kMaxBindings - 1 of set 0).
 inline constexpr uint32_t kMaxBindings = 8;
-// Workgroups per dispatch dimension every device offers (the Vulkan minimum of maxComputeWorkGroupCount).
-inline constexpr uint32_t kMaxGroups = 65535;
+// Workgroups per dispatch dimension every device offers.
+inline constexpr uint32_t kMaxGroups = kVulkanMaxGroups;
 // Push-constant bytes every device offers (the Vulkan minimum of maxPushConstantsSize).
 inline constexpr uint32_t kPushBytes = 128;
 // Bindings kSlotBinding and kSlotBinding + 1 are arrays of weight buffers (codes, scales) that a batched

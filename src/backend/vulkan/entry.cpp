@@ -48,6 +48,7 @@ BackendEntry vulkan_backend_entry() {
     return {.name = "vulkan",
             .rank = kRank,
             .support = vulkan_supports,
+            .host_step = vulkan_host_step,
             .options = {kDevice},
             .probe = probe,
             .create = create,
@@ -56,6 +57,7 @@ BackendEntry vulkan_backend_entry() {
     return {.name = "vulkan",
             .rank = kRank,
             .support = vulkan_supports,
+            .host_step = vulkan_host_step,
             .options = {kDevice},
             .absent = "not compiled in: rebuild with -DCOLI_VULKAN=ON (needs Vulkan headers and glslc)"};
 #endif

@@ -14,6 +14,11 @@ inline constexpr int64_t kVulkanMaxElements = int64_t{1} << 32;
 // Attention scores of one pass (queries x heads x keys), in floats; longer prefills run in query chunks.
 inline constexpr int64_t kVulkanScoreFloats = int64_t{16} << 20;
 
+// Workgroups per dispatch dimension every device offers (the Vulkan minimum of maxComputeWorkGroupCount).
+inline constexpr int64_t kVulkanMaxGroups = 65535;
+// Indexer heads dsa_scores.comp takes at most (its kMaxHeads).
+inline constexpr int64_t kVulkanDsaMaxHeads = 128;
+
 // short_conv keeps each channel's window of K inputs in registers: kernels up to this width (Kimi's is 4).
 inline constexpr int64_t kVulkanConvMaxTaps = 16;
 // kda runs one invocation per value column of a head; every device offers workgroups of this many

@@ -20,15 +20,15 @@ bool vulkan_supports(const OpDesc& d) {
         case OpKind::attention:      // any context: scores in query chunks
         case OpKind::mla_attention:  // any context and latent width
             return true;
-        case OpKind::route_softmax_topk:  // the logits go to the host, where the routing is used
+        case OpKind::route_softmax_topk:  // host steps (vulkan_host_step)
         case OpKind::route_sigmoid_topk:
             return true;
-        case OpKind::dsa_select:
-            return true;          // scores on the device, the top-k on the host
-        case OpKind::short_conv:  // d.cols: the kernel width K, kept in registers
-            return d.cols >= 2 && d.cols <= kVulkanConvMaxTaps;
-        case OpKind::kda:  // d.cols: the head size, one invocation per value column
-            return vulkan_kda_head_dim_ok(d.cols);
+        case OpKind::dsa_select:  // scores and top-k on the device
+            return d.heads <= kVulkanDsaMaxHeads;
+        case OpKind::short_conv:  // the kernel's window is kept in registers
+            return d.taps >= 2 && d.taps <= kVulkanConvMaxTaps;
+        case OpKind::kda:  // one workgroup per head, one invocation per value column
+            return vulkan_kda_head_dim_ok(d.head_dim) && d.heads <= kVulkanMaxGroups;
         case OpKind::mul_sigmoid:
         case OpKind::res_mix:  // any number of entries: a pass per entry
             return true;
@@ -36,6 +36,11 @@ bool vulkan_supports(const OpDesc& d) {
             break;
     }
     return false;
+}
+
+bool vulkan_host_step(const OpDesc& d) {
+    // The logits are read back and routed on the host, by the CPU backend's code.
+    return d.op == OpKind::route_softmax_topk || d.op == OpKind::route_sigmoid_topk;
 }
 
 }  // namespace coli

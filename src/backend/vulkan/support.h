@@ -8,8 +8,10 @@
 
 namespace coli {
 
-// The capability of the Vulkan shaders for (op, format, shape); ignores residency and device limits.
+// The capability of the Vulkan shaders for an op and its parameters; ignores residency and device limits.
 bool vulkan_supports(const OpDesc& d);
+// Whether the Vulkan backend runs the op as a host step (Backend::host_step).
+bool vulkan_host_step(const OpDesc& d);
 
 // Whether a Vulkan device is usable here, and which (or why not).
 struct VulkanProbe {

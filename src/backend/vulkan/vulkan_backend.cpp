@@ -80,7 +80,7 @@ std::unique_ptr<Backend> vulkan_backend_create(uint64_t vram_bytes, int device, 
 }
 
 VulkanBackend::VulkanBackend(std::shared_ptr<vk::Context> ctx, uint64_t vram_bytes, ThreadPool& pool)
-    : DeviceBackend("vulkan", vulkan_supports, "device expert tier"),
+    : DeviceBackend("vulkan", vulkan_supports, vulkan_host_step, "device expert tier"),
       ctx_(std::move(ctx)),
       pipelines_(ctx_),
       stream_(ctx_),

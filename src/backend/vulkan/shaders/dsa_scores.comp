@@ -12,7 +12,7 @@
 layout(local_size_x = 256) in;
 const uint kThreads = 256u;  // = attention.cpp's kDsaThreads: (key, head) terms of a workgroup at most
 const uint kLanes = 16u;     // the CPU dot product's partial sums (cpu_attention.cpp kDotLanes)
-const uint kMaxHeads = 128u; // = attention.cpp's kDsaMaxHeads
+const uint kMaxHeads = 128u; // = limits.h's kVulkanDsaMaxHeads
 const uint kMaxKeys = 64u;   // = attention.cpp's kDsaMaxGroupKeys: keys of a workgroup at most
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };           // [n, heads dim]
