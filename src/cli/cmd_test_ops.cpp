@@ -1,5 +1,6 @@
-// `coli test-ops`: every op on every available backend against the CPU reference (src/backend/op_test.h),
-// as a support matrix. Backends that are not compiled in or have no device are reported as SKIPPED.
+// `coli test-ops`: every op on every available backend against the CPU, and the CPU against naive
+// references (src/backend/op_test.h, op_reference.h), as a support matrix. Backends that are not compiled in
+// or have no device are reported as SKIPPED.
 #include <fmt/format.h>
 
 #include <memory>
@@ -64,8 +65,9 @@ void test_ops(const TestOpsArgs& a) {
 
 void cmd_test_ops_add(CLI::App& app) {
     auto args = std::make_shared<TestOpsArgs>();
-    CLI::App* cmd =
-        app.add_subcommand("test-ops", "Test every op of every available backend against the CPU");
+    CLI::App* cmd = app.add_subcommand(
+        "test-ops",
+        "Test every op of every available backend against the CPU, and the CPU against naive references");
     cmd->add_option("--backend,-b", args->backend, "Backend to test, or all")->capture_default_str();
     cmd->add_flag("--require", args->require,
                   "Fail when a requested backend is skipped (no device, not compiled)");
