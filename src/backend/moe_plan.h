@@ -41,8 +41,8 @@ MoeSlots moe_slots(const MoePlan& p, const Routing& r);
 // What a backend's batched path (one batched GEMV for every used expert's gate and up, one activation, one
 // for the downs, one combine) takes.
 struct MoeBatchLimits {
-    int64_t max_rows;                     // most rows of one expert a batched GEMV takes
-    int max_k;                            // most slots per token the combine takes
+    int64_t max_rows;                      // most rows of one expert a batched GEMV takes
+    int max_k;                             // most slots per token the combine takes
     bool (*weight_fits)(const Weight& w);  // whether a batched GEMV takes this matrix
 };
 // Whether the batched path takes the call: every used expert within max_rows rows, one d_ff, one format for

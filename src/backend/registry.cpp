@@ -42,18 +42,16 @@ const std::vector<BackendEntry>& backend_entries() {
     return entries;
 }
 
-const BackendEntry& backend_entry(std::string_view name) {
-    for (const BackendEntry& e : backend_entries())
-        if (e.name == name) return e;
-    std::string names;
-    for (const BackendEntry& e : backend_entries()) names += (names.empty() ? "" : ", ") + e.name;
-    fail("unknown backend '{}' (known: auto, {})", name, names);
-}
-
 std::string backend_names() {
     std::string names = "auto";
     for (const BackendEntry& e : backend_entries()) names += ", " + e.name;
     return names;
+}
+
+const BackendEntry& backend_entry(std::string_view name) {
+    for (const BackendEntry& e : backend_entries())
+        if (e.name == name) return e;
+    fail("unknown backend '{}' (known: {})", name, backend_names());
 }
 
 std::vector<BackendInfo> backend_list(const BackendOptions& opts) {

@@ -54,7 +54,7 @@ public:
     uint64_t bytes_stored() const { return bytes_stored_; }  // checkpoint bytes of what was loaded
     uint64_t bytes_held() const { return bytes_held_; }      // bytes as held (after quantization)
     int dense_bits() const { return dense_bits_; }
-    void finish() { progress_.finish(); }               // ends the progress line (terminals only)
+    void finish() { progress_.finish(); }  // ends the progress line (terminals only)
 
 private:
     static constexpr size_t kPageBytes = 4096;

@@ -50,7 +50,8 @@ public:
 
 protected:
     // name: the tier as messages call it ("vram expert tier").
-    ExpertTier(std::string name, uint64_t capacity_bytes) : name_(std::move(name)), capacity_(capacity_bytes) {}
+    ExpertTier(std::string name, uint64_t capacity_bytes)
+        : name_(std::move(name)), capacity_(capacity_bytes) {}
 
     std::string name_;
     uint64_t capacity_;
@@ -67,7 +68,9 @@ public:
     using Upload = std::function<std::shared_ptr<Expert>(const ExpertWeights&)>;  // queues the copy
 
     DeviceExpertTier(std::string name, uint64_t capacity_bytes, BytesOf bytes_of, Upload upload)
-        : ExpertTier(std::move(name), capacity_bytes), bytes_of_(std::move(bytes_of)), upload_(std::move(upload)) {}
+        : ExpertTier(std::move(name), capacity_bytes),
+          bytes_of_(std::move(bytes_of)),
+          upload_(std::move(upload)) {}
 
     // The device copy of e, uploading it when missing. Memory of evicted experts is released by the
     // backend after the commands already queued have run (their shared_ptr is held there).

@@ -94,7 +94,8 @@ std::string VulkanBackend::device_description() const {
     return fmt::format("{}; subgroups of {}{}; GEMV batches of {} weights; int4 GEMV on {}; {} uploads",
                        vk::device_summary(ctx_->info), ctx_->subgroup_size,
                        ctx_->subgroup_arithmetic ? " with add" : "", ctx_->weight_slots,
-                       ctx_->int_dot ? "integer dot products" : "f32 FMAs", ctx_->unified() ? "in-place" : "staged");
+                       ctx_->int_dot ? "integer dot products" : "f32 FMAs",
+                       ctx_->unified() ? "in-place" : "staged");
 }
 
 uint64_t VulkanBackend::weight_device_bytes(const WeightView& w) const {
@@ -110,9 +111,11 @@ bool VulkanBackend::weight_placeable(const Weight& w) const {
                            w.rows() * w.cols() >= kVulkanMaxElements;
     if (too_large)
         log_warn(
-            "vulkan: a [{}, {}] {} weight exceeds the device's largest storage buffer ({:.1f} MB): its ops run "
+            "vulkan: a [{}, {}] {} weight exceeds the device's largest storage buffer ({:.1f} MB): its ops "
+            "run "
             "on the CPU",
-            w.rows(), w.cols(), format_name(w.format()), ctx_->props.limits.maxStorageBufferRange / kBytesPerMB);
+            w.rows(), w.cols(), format_name(w.format()),
+            ctx_->props.limits.maxStorageBufferRange / kBytesPerMB);
     return !too_large;
 }
 

@@ -127,8 +127,8 @@ private:
     std::shared_ptr<vk::Context> ctx_;
     vk::Pipelines pipelines_;
     vk::Stream stream_;
-    CpuBackend host_;                       // the routers run on the host, by the CPU's code
-    vk::BufferPtr placeholder_;             // bound where a shader does not use a binding
+    CpuBackend host_;            // the routers run on the host, by the CPU's code
+    vk::BufferPtr placeholder_;  // bound where a shader does not use a binding
 };
 
 // The device buffer behind a tensor of the Vulkan backend.
