@@ -712,8 +712,13 @@ def check_orig_config(cj, cfg):
         c2 = DeepseekV4Config(**json.loads(json.dumps(cj)))
     except Exception:  # noqa: BLE001
         traceback.print_exc()
-        print("  FAIL: DeepseekV4Config(**original config.json) raised")
-        return 1
+        print("  DeepseekV4Config(**original config.json) raised; trying DeepseekV4Config.from_dict")
+        try:
+            c2 = DeepseekV4Config.from_dict(json.loads(json.dumps(cj)))
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            print("  FAIL: DeepseekV4Config.from_dict(original config.json) raised too")
+            return 1
     bad = []
     for field in ("layer_types", "mlp_layer_types", "compress_rates", "rope_parameters", "partial_rotary_factor",
                   "qk_rope_head_dim", "sliding_window", "swiglu_limit", "index_topk", "hc_mult", "head_dim",
@@ -828,7 +833,8 @@ def make_orig(outdir, model, seed, ids):
     if shapes:
         print(f"  FAIL: shape mismatches {shapes}")
         failures += 1
-    w_err = {k: (decoded[k].double() - model.state_dict()[k].double()).abs().max().item() for k in decoded}
+    sd_model = model.state_dict()
+    w_err = {k: (decoded[k].double() - sd_model[k].double()).abs().max().item() for k in decoded}
     worst = sorted(w_err.items(), key=lambda kv: -kv[1])[:6]
     print(f"  largest quantization errors (decoded vs fp32 weights): {[(k, f'{v:.2e}') for k, v in worst]}")
 
