@@ -392,10 +392,11 @@ def cache_checks(model, ids, logits):
 
 
 def oracle_tensors(ids, out, g):
-    tensors = {"input_ids": ids.contiguous(), "logits": out.logits[0].float().contiguous(), "greedy": g}
+    # clones: safetensors refuses tensors that share storage
+    tensors = {"input_ids": ids.clone(), "logits": out.logits[0].float().clone(), "greedy": g.clone()}
     hs = out.hidden_states or ()
     for j, h in enumerate(hs):
-        tensors[f"hidden_{j}"] = h[0].float().contiguous()
+        tensors[f"hidden_{j}"] = h[0].float().clone()
     print("  hidden states:", [tuple(h[0].shape) for h in hs])
     return tensors
 
@@ -782,7 +783,7 @@ def shard_of(name, n_layers):
 def write_shards(vdir, stored, n_layers):
     shards = [{}, {}, {}]
     for n, t in stored.items():
-        shards[shard_of(n, n_layers)][n] = t
+        shards[shard_of(n, n_layers)][n] = t.contiguous().clone()  # no shared storage (safetensors refuses it)
     weight_map, total = {}, 0
     for i, tensors in enumerate(shards):
         fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
