@@ -15,8 +15,9 @@ namespace coli {
 
 // The activation of a gated-linear-unit expert: act(gate x, up x).
 enum class GluKind : uint8_t {
-    silu,  // SwiGLU: silu(g) u
-    situ,  // SiTU (Kimi K3): b tanh(g / b) sigmoid(g) * lb tanh(u / lb)
+    silu,        // SwiGLU: silu(g) u
+    situ,        // SiTU (Kimi K3): b tanh(g / b) sigmoid(g) * lb tanh(u / lb)
+    silu_clamp,  // clamped SwiGLU (DeepSeek-V4): silu(min(g, L)) clamp(u, -L, L), L = beta (swiglu_limit)
 };
 
 // Above this, softplus(x) is x in f32 (transformers' KDA gate switches at the same point).
@@ -39,9 +40,16 @@ COLI_HOST_DEVICE inline float situ(float g, float u, float beta, float linear_be
     return beta * tanhf(g / beta) * sigmoid(g) * (linear_beta * tanhf(u / linear_beta));
 }
 
+// The clamped SwiGLU: silu(min(g, limit)) clamp(u, -limit, limit).
+COLI_HOST_DEVICE inline float silu_clamp(float g, float u, float limit) {
+    return silu(fminf(g, limit)) * fminf(fmaxf(u, -limit), limit);
+}
+
 // A gated-linear-unit expert's activation of its gate and up projections (tensor.h GluActivation).
 COLI_HOST_DEVICE inline float glu(GluKind kind, float beta, float linear_beta, float g, float u) {
-    return kind == GluKind::situ ? situ(g, u, beta, linear_beta) : silu(g) * u;
+    if (kind == GluKind::situ) return situ(g, u, beta, linear_beta);
+    if (kind == GluKind::silu_clamp) return silu_clamp(g, u, beta);
+    return silu(g) * u;
 }
 
 // Added to the squared norm of KDA's q and k before the square root (transformers' l2norm, after the FLA

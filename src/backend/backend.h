@@ -34,6 +34,14 @@ enum class OpKind : uint8_t {
     kda,
     mul_sigmoid,
     res_mix,
+    copy_rows,
+    compress_kv,
+    compressed_attention,
+    index_topk,
+    hc_weights,
+    hc_collapse,
+    hc_expand,
+    repeat_cols,
     count_  // number of ops
 };
 std::string_view op_name(OpKind op);
@@ -44,7 +52,7 @@ std::string_view op_name(OpKind op);
 // n, and format and weight when the op has a weight, and the fields of its row below (their values in the
 // call's arguments); the other fields stay 0.
 //   embedding                     rows = vocabulary, cols = width (of the table)
-//   matmul                        rows, cols (of the weight)
+//   matmul                        rows, cols (of the weight), groups (1: dense; more: block-diagonal)
 //   moe_experts                   rows, cols (of an expert's gate: [ffn width, input width]), glu; the
 //                                 weight is the first expert's gate
 //   rms_norm, layer_norm          width; the weight is the gain
@@ -60,6 +68,14 @@ std::string_view op_name(OpKind op);
 //   short_conv                    width (channels), taps
 //   kda                           heads, head_dim
 //   res_mix                       width, entries
+//   copy_rows                     width (cols), context (the destination's rows)
+//   compress_kv                   width (series * head_dim), head_dim, ratio
+//   compressed_attention          heads, head_dim, context (the ring's rows), window, ratio, top_k (the
+//                                 selection's entries per query; 0: no selection)
+//   index_topk                    heads, head_dim, context (the key entries' rows), ratio, top_k
+//   hc_weights                    width (of mix), streams
+//   hc_collapse, hc_expand        width (of x: streams * D), streams
+//   repeat_cols                   width (of the input), streams (the copies)
 struct OpDesc {
     OpKind op;
     int64_t n = 0;                   // tokens (rows of the activations)
@@ -77,6 +93,10 @@ struct OpDesc {
     int64_t top_k = 0;               // experts per token; keys kept per query
     int64_t taps = 0;                // the convolution's kernel width
     int64_t entries = 0;             // tensors mixed
+    int64_t groups = 0;              // matmul's blocks of the block-diagonal weight (1: a plain matmul)
+    int64_t ratio = 0;               // positions per compressed entry
+    int64_t window = 0;              // raw positions a sliding-window query sees
+    int64_t streams = 0;             // hyper-connection streams; repeat_cols' copies
 };
 // "heads=128 head_dim=192 ...": the fields that are set, by name (format and weight left out).
 std::string op_params_text(const OpDesc& d);
@@ -111,10 +131,30 @@ void rope_args_check(const Tensor& x, const RopeParams& p);
 // theta^(-2i/rotary_dim), or YaRN's blend of interpolated and extrapolated frequencies.   [rotary_dim / 2]
 std::vector<float> rope_inv_freq(const RopeParams& p);
 // Sigmoid routing (docs/models.md 2.4) of n tokens from their logits [n, n_experts] on the host and the
-// selection bias (a [1, n_experts] weight): k expert ids and weights per token. Shared by every backend (the
-// routing result lives on the host).
+// selection bias (a [1, n_experts] weight, or an empty one: no bias): k expert ids and weights per token.
+// With `fixed` ([n, k] expert ids) those are the experts, weighted by their scores as the top-k path
+// weights its choice (hash routing). Shared by every backend (the routing result lives on the host).
 Routing route_sigmoid_host(int64_t n, int64_t n_experts, std::span<const float> logits, const Weight& bias,
-                           const SigmoidRouting& p);
+                           const SigmoidRouting& p, std::span<const int32_t> fixed = {});
+// The windows of `ratio` positions that close among positions [pos0, pos0 + n): their count,
+// (pos0 + n) / ratio - pos0 / ratio; the first is pos0 / ratio.
+int64_t windows_closing(int64_t pos0, int64_t n, int ratio);
+// The shapes of the compressed-attention ops' calls (see Backend), checked alike by every backend.
+void copy_rows_args_check(const Tensor& dst, const Tensor& src, int64_t row0);
+void compress_kv_args_check(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
+                            const Tensor& state_gate, const CompressShape& s, int64_t pos0,
+                            const Tensor& out);
+void compressed_attention_args_check(const Tensor& q, const Tensor& kv, const Tensor& ring,
+                                     const Tensor& entries, const Tensor* selection, const Weight& sinks,
+                                     const CompressedAttentionShape& s, int64_t pos0, const Tensor& out);
+void index_topk_args_check(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                           int64_t pos0, const Tensor& out);
+// The same for the hyper-connection ops.
+void hc_weights_args_check(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s,
+                           const Tensor& out);
+void hc_collapse_args_check(const Tensor& x, const Tensor& weights, int streams, const Tensor& out);
+void hc_expand_args_check(const Tensor& x, const Tensor& y, const Tensor& weights, int streams,
+                          const Tensor& out);
 
 class Backend {
 public:
@@ -146,12 +186,16 @@ public:
     // out = x / sqrt(mean(x^2) + eps) * w, per row, in f32.                x, out: [n, d]; w: [1, d]
     virtual void rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& out) = 0;
     // y = x w^T.                                                           x: [n, w.cols]; y: [n, w.rows]
+    // Grouped (block-diagonal) when x has groups = x.cols / w.cols > 1 blocks of w.cols: with
+    // r = w.rows / groups, y[:, g r + j] = x[:, g w.cols : (g + 1) w.cols] . w[g r + j].
+    //                                                       x: [n, groups * w.cols]; y: [n, w.rows]
     virtual void matmul(const Weight& w, const Tensor& x, Tensor& y) = 0;
     // out = a + b.                                                         all [n, d]
     virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
     // x = min(max(x, lo), hi), in place.                                  x: [n, d]
     virtual void clamp(Tensor& x, float lo, float hi) = 0;
-    // Rotates x in place; row i is at position pos0 + i; each row holds cols / head_dim heads.
+    // Rotates x in place; row i is at position (pos0 + i) p.position_stride, by minus the angle when
+    // p.inverse; each row holds cols / head_dim heads.
     virtual void rope(Tensor& x, const RopeParams& p, int64_t pos0) = 0;
     // Writes k, v into rows [pos0, pos0 + n) of the cache, then causal softmax attention of q over
     // cache rows [0, pos0 + i] for query i.        q, out: [n, H*hd]; k, v: [n, Hkv*hd]
@@ -178,8 +222,10 @@ public:
     virtual void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
                                KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
                                Tensor& out) = 0;
-    // route_sigmoid_host of logits [n, n_experts], with bias [1, n_experts]. Result on the host.
-    virtual Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) = 0;
+    // route_sigmoid_host of logits [n, n_experts], with bias [1, n_experts] (or empty) and the fixed experts
+    // ([n, k] or empty). Result on the host.
+    virtual Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p,
+                                       std::span<const int32_t> fixed) = 0;
     // out = (x - mean) / sqrt(var + eps) * w + b per row, in f32.          x, out: [n, d]; w, b: [1, d]
     virtual void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) = 0;
     // DSA lightning indexer (docs/models.md 3): writes k into rows [pos0, pos0 + n) of cache, then for
@@ -210,6 +256,54 @@ public:
     // entries[e][t].
     //   entries: m tensors [n, d]; w: [1, d] (the norm gain times the projection); out: [n, d]
     virtual void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) = 0;
+
+    // The ops below have a default that throws ("<backend> has no kernel for <op>"): a backend that does not
+    // implement one declines it in supports(), and Ops runs it on the CPU, counted.
+
+    // dst row (row0 + i) mod dst.rows = src row i, for the last min(src.rows, dst.rows) rows i of src: an
+    // append, or a ring when dst is shorter than what is written.        src: [m, c]; dst: [R, c]
+    virtual void copy_rows(Tensor& dst, const Tensor& src, int64_t row0);
+    // KV compression: one pooled row per window w of s.ratio positions that closes among positions
+    // [pos0, pos0 + n) (windows_closing of them, from pos0 / ratio). Row j means kv / gate row j - pos0 when
+    // j >= pos0, else state row j mod (series ratio). Per channel d, the softmax over the window's slots of
+    // the logits gate_j[d] + ape[r][d] weights the values kv_j[d] (j = w ratio + r); series 2 also pools
+    // the slots of window w - 1 from the first hd channels (weight 0 for w = 0), and window w's from the
+    // second hd channels.
+    //   kv, gate: [n, series hd]; ape: [ratio, series hd] f32; state_kv, state_gate: [series ratio,
+    //   series hd] (raw rows of earlier positions, row = position mod (series ratio)); out: [windows, hd]
+    virtual void compress_kv(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
+                             const Tensor& state_gate, const CompressShape& s, int64_t pos0, Tensor& out);
+    // Attention of query i (position t = pos0 + i) and head h over the raw keys at positions
+    // t - window < s <= t (kv rows for s >= pos0, else ring row s mod R) plus the compressed entries
+    // w < (t + 1) / ratio (all, or those listed in row i of selection), keys = values, with a sink:
+    // p(key) = exp(scale q_h . key) / (sum over keys exp(scale q_h . key) + exp(sinks[h])),
+    // out_h = sum p(key) key.
+    //   q, out: [n, H hd]; kv: [n, hd]; ring: [R >= window - 1, hd]; entries: [cap, hd] (empty when
+    //   ratio = 0); selection: [n, top_k] entry ids as floats, -1 for none; sinks: [1, H] f32
+    virtual void compressed_attention(const Tensor& q, const Tensor& kv, const Tensor& ring,
+                                      const Tensor& entries, const Tensor* selection, const Weight& sinks,
+                                      const CompressedAttentionShape& s, int64_t pos0, Tensor& out);
+    // The DSA indexer over compressed keys: for query i, scores of the entries w < (pos0 + i + 1) / ratio,
+    // weight_scale sum_h weights[i][h] relu(scale q_h(i) . keys[w]), and their top_k (dsa_topk_row).
+    //   q: [n, H hd]; weights: [n, H]; keys: [cap, hd]; out: [n, top_k]
+    virtual void index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                            int64_t pos0, Tensor& out);
+    // Hyper-connection weights from the mixing logits, per row: pre_j = sigmoid(mix_j scale0 + base_j) + eps,
+    // post_k = 2 sigmoid(mix_{S+k} scale1 + base_{S+k}), comb[j][k] = softmax over k of
+    // (mix_{2S+jS+k} scale2 + base_{2S+jS+k}) + eps, then Sinkhorn: columns normalized, then
+    // (iters - 1) times rows then columns (each sum + eps). With mix.cols == S only pre.
+    //   mix, out: [n, (2 + S) S] ([pre | post | comb]) or [n, S]; base: [1, mix.cols]; scale: [1, 3] or [1,
+    //   1]
+    virtual void hc_weights(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s,
+                            Tensor& out);
+    // out[t] = sum_j pre[t][j] x[t][j] (the streams collapsed), pre = the first S columns of weights.
+    //   x: [n, S D]; weights: [n, >= S]; out: [n, D]
+    virtual void hc_collapse(const Tensor& x, const Tensor& weights, int streams, Tensor& out);
+    // out[t][k] = post[t][k] y[t] + sum_j comb[t][j][k] x[t][j] (the sublayer's output spread back).
+    //   x, out: [n, S D]; y: [n, D]; weights: [n, (2 + S) S]
+    virtual void hc_expand(const Tensor& x, const Tensor& y, const Tensor& weights, int streams, Tensor& out);
+    // Each row of x repeated `times` times.                                 x: [n, D]; out: [n, times D]
+    virtual void repeat_cols(const Tensor& x, int times, Tensor& out);
 };
 
 }  // namespace coli

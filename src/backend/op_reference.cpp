@@ -100,10 +100,11 @@ Floats rope(In x, int64_t cols, const RopeParams& p, int64_t pos0) {
             float* v = &out[r * cols + h * p.head_dim + p.rotary_offset];
             for (int i = 0; i < half; ++i) {
                 // The angle is an f32 product, as transformers computes it (position times inverse
-                // frequency).
-                const float angle = static_cast<float>(pos0 + static_cast<int64_t>(r)) * inv_freq[i];
+                // frequency); the inverse rotation turns by minus the angle.
+                const int64_t position = (pos0 + static_cast<int64_t>(r)) * p.position_stride;
+                const float angle = static_cast<float>(position) * inv_freq[i];
                 const double c = std::cos(double{angle}) * p.attention_scaling,
-                             s = std::sin(double{angle}) * p.attention_scaling;
+                             s = (p.inverse ? -1 : 1) * std::sin(double{angle}) * p.attention_scaling;
                 // neox pairs (i, i + half), interleaved (2i, 2i + 1).
                 const int a = p.style == RopeStyle::neox ? i : 2 * i;
                 const int b = p.style == RopeStyle::neox ? i + half : 2 * i + 1;
@@ -174,6 +175,9 @@ Floats moe_experts(std::span<const ExpertWeights> experts, const Routing& r, In 
                     if (e.act.kind == GluKind::situ) {  // b tanh(g / b) sigmoid(g) * lb tanh(u / lb)
                         const double b = e.act.beta, lb = e.act.linear_beta;
                         act[f] = b * std::tanh(g / b) * sigmoid_d(g) * lb * std::tanh(u / lb);
+                    } else if (e.act.kind == GluKind::silu_clamp) {  // silu(min(g, L)) clamp(u, -L, L)
+                        const double limit = e.act.beta, gc = std::min(g, limit);
+                        act[f] = gc * sigmoid_d(gc) * std::clamp(u, -limit, limit);
                     } else {  // silu(g) u
                         act[f] = g * sigmoid_d(g) * u;
                     }
@@ -232,17 +236,31 @@ Floats mla_attention(In q, In latent, In k_pe, const WeightView& w_kvb, Floats& 
     return out;
 }
 
-Routing route_sigmoid_topk(In logits, int64_t n_experts, const WeightView& bias, const SigmoidRouting& p) {
+Routing route_sigmoid_topk(In logits, int64_t n_experts, const WeightView& bias, const SigmoidRouting& p,
+                           std::span<const int32_t> fixed) {
     constexpr double kRenormGuard = 1e-20;  // added to the sum before renormalizing (SigmoidRouting)
     const auto n = static_cast<int64_t>(logits.size()) / n_experts;
-    const std::vector<double> b = decoded(bias);
+    const std::vector<double> b = bias.rows == 0 ? std::vector<double>(n_experts, 0.0) : decoded(bias);
     const int64_t per_group = n_experts / p.n_group;
     Routing r{n, p.k, {}, {}};
     for (int64_t t = 0; t < n; ++t) {
         std::vector<double> score(n_experts), choice(n_experts);
         for (int64_t e = 0; e < n_experts; ++e) {
-            score[e] = sigmoid_d(logits[t * n_experts + e]);
+            const double l = logits[t * n_experts + e];
+            score[e] =
+                p.score == RouterScore::sqrt_softplus ? std::sqrt(std::log1p(std::exp(l))) : sigmoid_d(l);
             choice[e] = score[e] + b[e];
+        }
+        if (!fixed.empty()) {  // hash routing: the given experts, weighted as a top-k choice would be
+            double sum = 0;
+            for (int j = 0; j < p.k; ++j) sum += score[fixed[t * p.k + j]];
+            for (int j = 0; j < p.k; ++j) {
+                const int32_t e = fixed[t * p.k + j];
+                r.experts.push_back(e);
+                r.weights.push_back(static_cast<float>(
+                    (p.renormalize ? score[e] / (sum + kRenormGuard) : score[e]) * p.scaling));
+            }
+            continue;
         }
         std::vector<double> group_score(p.n_group);  // the sum of the group's two best biased scores
         for (int g = 0; g < p.n_group; ++g) {
@@ -395,6 +413,195 @@ Floats res_mix(std::span<const Floats> entries, int64_t d, const WeightView& w, 
             out[t * d + c] = static_cast<float>(o);
         }
     }
+    return out;
+}
+
+Floats matmul_grouped(const WeightView& w, In x, int groups) {
+    const std::vector<double> wt = decoded(w);  // [rows, cols]
+    const int64_t cols = w.cols, r = w.rows / groups, xw = groups * cols;
+    const auto n = static_cast<int64_t>(x.size()) / xw;
+    Floats out(n * w.rows);
+    for (int64_t t = 0; t < n; ++t)
+        for (int64_t o = 0; o < w.rows; ++o) {
+            const int64_t g = o / r;  // the group of output o reads its group's columns of x
+            double sum = 0;
+            for (int64_t c = 0; c < cols; ++c) sum += wt[o * cols + c] * x[t * xw + g * cols + c];
+            out[t * w.rows + o] = static_cast<float>(sum);
+        }
+    return out;
+}
+
+Floats copy_rows(In dst, In src, int64_t cols, int64_t row0) {
+    Floats out(dst.begin(), dst.end());
+    const auto ring = static_cast<int64_t>(dst.size()) / cols, m = static_cast<int64_t>(src.size()) / cols;
+    // In order: a row written twice keeps the later one, which is what "the last R rows" means.
+    for (int64_t i = 0; i < m; ++i) std::copy_n(&src[i * cols], cols, &out[((row0 + i) % ring) * cols]);
+    return out;
+}
+
+Floats compress_kv(In kv, In gate, const WeightView& ape, In state_kv, In state_gate, const CompressShape& s,
+                   int64_t pos0) {
+    const int64_t hd = s.head_dim, width = int64_t{s.series} * hd, slots = int64_t{s.series} * s.ratio;
+    const auto n = static_cast<int64_t>(kv.size()) / width;
+    const std::vector<double> bias = decoded(ape);  // [ratio, series hd]
+    // Element c of position j's raw row: this call's row j - pos0, or the state's row j mod slots.
+    const auto at = [&](In now, In state, int64_t j, int64_t c) {
+        return j >= pos0 ? double{now[(j - pos0) * width + c]} : double{state[(j % slots) * width + c]};
+    };
+    const int64_t w0 = pos0 / s.ratio, w1 = (pos0 + n) / s.ratio;
+    Floats out;
+    for (int64_t w = w0; w < w1; ++w)
+        for (int64_t d = 0; d < hd; ++d) {
+            std::vector<double> logit, value;
+            if (s.series == 2 && w >= 1)
+                for (int64_t r = 0; r < s.ratio; ++r) {
+                    const int64_t j = (w - 1) * s.ratio + r;
+                    logit.push_back(at(gate, state_gate, j, d) + bias[r * width + d]);
+                    value.push_back(at(kv, state_kv, j, d));
+                }
+            const int64_t c = s.series == 2 ? hd + d : d;
+            for (int64_t r = 0; r < s.ratio; ++r) {
+                const int64_t j = w * s.ratio + r;
+                logit.push_back(at(gate, state_gate, j, c) + bias[r * width + c]);
+                value.push_back(at(kv, state_kv, j, c));
+            }
+            softmax(logit);
+            double o = 0;
+            for (size_t k = 0; k < logit.size(); ++k) o += logit[k] * value[k];
+            out.push_back(static_cast<float>(o));
+        }
+    return out;
+}
+
+Floats compressed_attention(In q, In kv, In ring, In entries, In selection, const WeightView& sinks,
+                            const CompressedAttentionShape& s, int64_t pos0) {
+    const int64_t hd = s.head_dim, qw = int64_t{s.n_heads} * hd;
+    const auto n = static_cast<int64_t>(q.size()) / qw, ring_rows = static_cast<int64_t>(ring.size()) / hd;
+    const std::vector<double> sink = decoded(sinks);
+    Floats out(n * qw);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t t = pos0 + i;
+        std::vector<const float*> keys;
+        for (int64_t p = 0; p <= t; ++p)
+            if (p > t - s.window)
+                keys.push_back(p >= pos0 ? &kv[(p - pos0) * hd] : &ring[(p % ring_rows) * hd]);
+        if (s.ratio > 0) {
+            const int64_t visible = (t + 1) / s.ratio;
+            const int64_t top_k = static_cast<int64_t>(selection.size()) / n;
+            for (int64_t w = 0; w < visible; ++w) {
+                const bool listed =
+                    selection.empty() || std::find(&selection[i * top_k], &selection[(i + 1) * top_k],
+                                                   static_cast<float>(w)) != &selection[(i + 1) * top_k];
+                if (listed) keys.push_back(&entries[w * hd]);
+            }
+        }
+        for (int h = 0; h < s.n_heads; ++h) {
+            const std::vector<double> qh = to_doubles(q.subspan(i * qw + h * hd, hd));
+            std::vector<double> e;  // exp(logit) of every key, then of the sink
+            for (const float* k : keys)
+                e.push_back(s.scale * dot(qh.data(), to_doubles({k, size_t(hd)}).data(), hd));
+            e.push_back(sink[h]);
+            softmax(e);  // the sink's share is dropped: it only adds to the denominator
+            for (int64_t d = 0; d < hd; ++d) {
+                double o = 0;
+                for (size_t j = 0; j < keys.size(); ++j) o += e[j] * keys[j][d];
+                out[i * qw + h * hd + d] = static_cast<float>(o);
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<std::vector<double>> index_scores(In q, In weights, In keys, const DsaShape& s, int64_t pos0) {
+    const int64_t d = s.head_dim, qw = int64_t{s.n_heads} * d;
+    const auto n = static_cast<int64_t>(q.size()) / qw;
+    const std::vector<double> kc = to_doubles(keys);
+    std::vector<std::vector<double>> scores(n);
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t w = 0; w < (pos0 + i + 1) / s.ratio; ++w) {
+            double sum = 0;
+            for (int h = 0; h < s.n_heads; ++h) {
+                const std::vector<double> qh = to_doubles(q.subspan(i * qw + h * d, d));
+                sum += s.weight_scale * weights[i * s.n_heads + h] *
+                       std::max(s.scale * dot(qh.data(), &kc[w * d], d), 0.0);
+            }
+            scores[i].push_back(sum);
+        }
+    return scores;
+}
+
+Floats hc_weights(In mix, int64_t cols, const WeightView& base, const WeightView& scale, const HcShape& s) {
+    const std::vector<double> b = decoded(base), k = decoded(scale);
+    const int S = s.streams;
+    Floats out(mix.size());
+    for (size_t t = 0; t < mix.size() / cols; ++t) {
+        const float* m = &mix[t * cols];
+        float* o = &out[t * cols];
+        for (int j = 0; j < S; ++j) o[j] = static_cast<float>(sigmoid_d(m[j] * k[0] + b[j]) + s.eps);
+        if (cols == S) continue;
+        for (int j = 0; j < S; ++j) o[S + j] = static_cast<float>(2 * sigmoid_d(m[S + j] * k[1] + b[S + j]));
+        std::vector<std::vector<double>> c(S);  // c[j][k]
+        for (int j = 0; j < S; ++j) {
+            for (int kk = 0; kk < S; ++kk)
+                c[j].push_back(m[2 * S + j * S + kk] * k[2] + b[2 * S + j * S + kk]);
+            softmax(c[j]);
+            for (double& v : c[j]) v += s.eps;
+        }
+        const auto normalize_columns = [&] {
+            for (int kk = 0; kk < S; ++kk) {
+                double sum = 0;
+                for (int j = 0; j < S; ++j) sum += c[j][kk];
+                for (int j = 0; j < S; ++j) c[j][kk] /= sum + s.eps;
+            }
+        };
+        normalize_columns();
+        for (int it = 1; it < s.sinkhorn_iters; ++it) {
+            for (int j = 0; j < S; ++j) {
+                const double sum = std::accumulate(c[j].begin(), c[j].end(), 0.0);
+                for (double& v : c[j]) v /= sum + s.eps;
+            }
+            normalize_columns();
+        }
+        for (int j = 0; j < S; ++j)
+            for (int kk = 0; kk < S; ++kk) o[2 * S + j * S + kk] = static_cast<float>(c[j][kk]);
+    }
+    return out;
+}
+
+Floats hc_collapse(In x, In weights, int64_t wcols, int streams, int64_t d) {
+    const auto n = static_cast<int64_t>(x.size()) / (streams * d);
+    Floats out(n * d);
+    for (int64_t t = 0; t < n; ++t)
+        for (int64_t c = 0; c < d; ++c) {
+            double sum = 0;
+            for (int j = 0; j < streams; ++j)
+                sum += double{weights[t * wcols + j]} * x[(t * streams + j) * d + c];
+            out[t * d + c] = static_cast<float>(sum);
+        }
+    return out;
+}
+
+Floats hc_expand(In x, In y, In weights, int streams, int64_t d) {
+    const int S = streams;
+    const int64_t wcols = int64_t{2 + S} * S;
+    const auto n = static_cast<int64_t>(y.size()) / d;
+    Floats out(x.size());
+    for (int64_t t = 0; t < n; ++t) {
+        const float* w = &weights[t * wcols];
+        for (int kk = 0; kk < S; ++kk)
+            for (int64_t c = 0; c < d; ++c) {
+                double v = double{w[S + kk]} * y[t * d + c];
+                for (int j = 0; j < S; ++j) v += double{w[2 * S + j * S + kk]} * x[(t * S + j) * d + c];
+                out[(t * S + kk) * d + c] = static_cast<float>(v);
+            }
+    }
+    return out;
+}
+
+Floats repeat_cols(In x, int64_t d, int times) {
+    Floats out;
+    for (size_t t = 0; t < x.size() / d; ++t)
+        for (int k = 0; k < times; ++k) out.insert(out.end(), x.begin() + t * d, x.begin() + (t + 1) * d);
     return out;
 }
 

@@ -40,7 +40,10 @@ Floats mla_attention(In q, In latent, In k_pe, const WeightView& w_kvb, Floats& 
                      Floats& cache_pe, const MlaShape& s, int64_t pos0, In selection);
 // Sigmoid routing: groups ranked by their two best biased scores, all but the best topk_group masked to 0,
 // top k of the biased scores (ties to the lower id), weighted by the unbiased ones.   logits: [n, n_experts]
-Routing route_sigmoid_topk(In logits, int64_t n_experts, const WeightView& bias, const SigmoidRouting& p);
+// The score is p.score's (sigmoid or sqrt(softplus)); an empty bias (rows 0) is no bias; with `fixed`
+// ([n, k] ids) those experts are taken instead of the top k, weighted the same way.
+Routing route_sigmoid_topk(In logits, int64_t n_experts, const WeightView& bias, const SigmoidRouting& p,
+                           std::span<const int32_t> fixed = {});
 // (x - mean) / sqrt(var + eps) * w + b per row.                           x, out: [n, d]; w, b: [1, d]
 Floats layer_norm(In x, int64_t d, const WeightView& w, const WeightView& b, float eps);
 // The DSA index I(s) of each key s <= pos0 + i for query i, after writing k into rows [pos0, pos0 + n) of
@@ -61,5 +64,37 @@ Floats mul_sigmoid(In a, In b);
 // Attention residuals: per token, the entries mixed by the softmax of their rms-normed projections on w.
 //   entries: m of [n, d]; w: [1, d]; out: [n, d]
 Floats res_mix(std::span<const Floats> entries, int64_t d, const WeightView& w, float eps);
+
+// Grouped matmul: group g's rows of w (w.rows / groups of them) against its w.cols columns of x.
+//   x: [n, groups w.cols]; out: [n, w.rows]
+Floats matmul_grouped(const WeightView& w, In x, int groups);
+// dst after copy_rows: row (row0 + i) mod R = src row i, for the last min(m, R) rows i of src.
+//   dst: [R, c] (a copy is returned); src: [m, c]
+Floats copy_rows(In dst, In src, int64_t cols, int64_t row0);
+// KV compression of the windows that close among positions [pos0, pos0 + n), from the definition:
+// a per-channel softmax over the window's slots (series 2: and the previous window's).
+//   kv, gate: [n, series hd]; ape: [ratio, series hd]; state_kv, state_gate: [series ratio, series hd];
+//   out: [windows_closing(pos0, n, ratio), hd]
+Floats compress_kv(In kv, In gate, const WeightView& ape, In state_kv, In state_gate, const CompressShape& s,
+                   int64_t pos0);
+// Sliding-window attention over raw keys (kv, or ring for earlier positions) plus compressed entries (all
+// visible ones, or those in selection), values = keys, with a per-head sink in the softmax's denominator.
+//   q, out: [n, H hd]; kv: [n, hd]; ring: [R, hd]; entries: [cap, hd] (empty when ratio 0);
+//   selection: empty, or [n, top_k] entry ids (-1: none); sinks: [1, H]
+Floats compressed_attention(In q, In kv, In ring, In entries, In selection, const WeightView& sinks,
+                            const CompressedAttentionShape& s, int64_t pos0);
+// The indexer's score of each visible compressed key w < (pos0 + i + 1) / ratio for query i; index_topk is
+// dsa_select of these.                         q: [n, H hd]; weights: [n, H]; keys: [cap, hd]
+std::vector<std::vector<double>> index_scores(In q, In weights, In keys, const DsaShape& s, int64_t pos0);
+// Hyper-connection weights: [pre | post | comb] per row (or pre only when cols == S), comb
+// Sinkhorn-normalized.
+//   mix, out: [n, cols]; base: [1, cols]; scale: [1, 3] or [1, 1]
+Floats hc_weights(In mix, int64_t cols, const WeightView& base, const WeightView& scale, const HcShape& s);
+// sum_j pre[t][j] x[t][j].                       x: [n, S d]; weights: [n, wcols >= S]; out: [n, d]
+Floats hc_collapse(In x, In weights, int64_t wcols, int streams, int64_t d);
+// post[t][k] y[t] + sum_j comb[t][j][k] x[t][j].  x, out: [n, S d]; y: [n, d]; weights: [n, (2 + S) S]
+Floats hc_expand(In x, In y, In weights, int streams, int64_t d);
+// Each row repeated `times` times.               x: [n, d]; out: [n, times d]
+Floats repeat_cols(In x, int64_t d, int times);
 
 }  // namespace coli::op_reference

@@ -346,7 +346,7 @@ public:
                 kOpTolRowReduce,
                 [&](Backend& b) {
                     return routing_floats(
-                        b.route_sigmoid_topk(tensor_on(b, s.n, s.experts, logits), bias, s.p));
+                        b.route_sigmoid_topk(tensor_on(b, s.n, s.experts, logits), bias, s.p, {}));
                 },
                 kRefTolF32,
                 [&] {

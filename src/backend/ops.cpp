@@ -171,14 +171,18 @@ Tensor Ops::rms_norm(const Tensor& x, const Weight& w, float eps) {
     return to(primary_, out);
 }
 
-Tensor Ops::matmul(const Weight& w, const Tensor& x) {
+Tensor Ops::matmul(const Weight& w, const Tensor& x, int groups) {
+    check(groups >= 1 && x.cols() == groups * w.cols() && w.rows() % groups == 0,
+          "matmul: x [{}, {}] in {} groups for a weight [{}, {}]", x.rows(), x.cols(), groups, w.rows(),
+          w.cols());
     Tensor y;
     if (ran_native({.op = OpKind::matmul,
                     .n = x.rows(),
                     .format = w.format(),
                     .rows = w.rows(),
                     .cols = w.cols(),
-                    .weight = &w},
+                    .weight = &w,
+                    .groups = groups},
                    [&] {
                        y = primary_.tensor_new_unfilled(x.rows(), w.rows());
                        primary_.matmul(w, x, y);
@@ -319,13 +323,14 @@ Tensor Ops::mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k
     return to(primary_, out);
 }
 
-Routing Ops::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
+Routing Ops::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p,
+                                std::span<const int32_t> fixed) {
     Routing r;
     if (ran_native(
             {.op = OpKind::route_sigmoid_topk, .n = logits.rows(), .experts = logits.cols(), .top_k = p.k},
-            [&] { r = primary_.route_sigmoid_topk(logits, bias, p); }))
+            [&] { r = primary_.route_sigmoid_topk(logits, bias, p, fixed); }))
         return r;
-    return cpu_.route_sigmoid_topk(to(cpu_, logits), bias, p);
+    return cpu_.route_sigmoid_topk(to(cpu_, logits), bias, p, fixed);
 }
 
 Tensor Ops::layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps) {
@@ -431,6 +436,142 @@ Tensor Ops::res_mix(std::span<const Tensor> entries, const Weight& w, float eps)
     for (const Tensor& e : entries) host.push_back(to(cpu_, e));
     out = cpu_.tensor_new(n, d);
     cpu_.res_mix(host, w, eps, out);
+    return to(primary_, out);
+}
+
+void Ops::copy_rows(Tensor& dst, const Tensor& src, int64_t row0) {
+    copy_rows_args_check(dst, src, row0);
+    if (ran_native({.op = OpKind::copy_rows, .n = src.rows(), .width = src.cols(), .context = dst.rows()},
+                   [&] { primary_.copy_rows(dst, src, row0); }))
+        return;
+    Tensor h = to(cpu_, dst);
+    cpu_.copy_rows(h, to(cpu_, src), row0);
+    write_back(dst, h);
+}
+
+Tensor Ops::compress_kv(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
+                        const Tensor& state_gate, const CompressShape& s, int64_t pos0) {
+    check(s.ratio > 0, "compress_kv: ratio {}", s.ratio);
+    const int64_t windows = windows_closing(pos0, kv.rows(), s.ratio);
+    check(windows >= 1, "compress_kv: no window closes among positions [{}, {})", pos0, pos0 + kv.rows());
+    Tensor out;
+    if (ran_native({.op = OpKind::compress_kv,
+                    .n = kv.rows(),
+                    .format = ape.format(),
+                    .weight = &ape,
+                    .width = kv.cols(),
+                    .head_dim = s.head_dim,
+                    .ratio = s.ratio},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(windows, s.head_dim);
+                       primary_.compress_kv(kv, gate, ape, state_kv, state_gate, s, pos0, out);
+                   }))
+        return out;
+    out = cpu_.tensor_new(windows, s.head_dim);
+    cpu_.compress_kv(to(cpu_, kv), to(cpu_, gate), ape, to(cpu_, state_kv), to(cpu_, state_gate), s, pos0,
+                     out);
+    return to(primary_, out);
+}
+
+Tensor Ops::compressed_attention(const Tensor& q, const Tensor& kv, const Tensor& ring, const Tensor& entries,
+                                 const Tensor* selection, const Weight& sinks,
+                                 const CompressedAttentionShape& s, int64_t pos0) {
+    Tensor out;
+    if (ran_native({.op = OpKind::compressed_attention,
+                    .n = q.rows(),
+                    .heads = s.n_heads,
+                    .head_dim = s.head_dim,
+                    .context = ring.rows(),
+                    .top_k = selection ? selection->cols() : 0,
+                    .ratio = s.ratio,
+                    .window = s.window},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(q.rows(), q.cols());
+                       primary_.compressed_attention(q, kv, ring, entries, selection, sinks, s, pos0, out);
+                   }))
+        return out;
+    const Tensor host_entries = entries.empty() ? Tensor{} : to(cpu_, entries);
+    const Tensor host_selection = selection ? to(cpu_, *selection) : Tensor{};
+    out = cpu_.tensor_new(q.rows(), q.cols());
+    cpu_.compressed_attention(to(cpu_, q), to(cpu_, kv), to(cpu_, ring), host_entries,
+                              selection ? &host_selection : nullptr, sinks, s, pos0, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                       int64_t pos0) {
+    Tensor out;
+    if (ran_native({.op = OpKind::index_topk,
+                    .n = q.rows(),
+                    .heads = s.n_heads,
+                    .head_dim = s.head_dim,
+                    .context = keys.rows(),
+                    .top_k = s.top_k,
+                    .ratio = s.ratio},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(q.rows(), s.top_k);
+                       primary_.index_topk(q, weights, keys, s, pos0, out);
+                   }))
+        return out;
+    out = cpu_.tensor_new(q.rows(), s.top_k);
+    cpu_.index_topk(to(cpu_, q), to(cpu_, weights), to(cpu_, keys), s, pos0, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::hc_weights(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s) {
+    Tensor out;
+    if (ran_native({.op = OpKind::hc_weights,
+                    .n = mix.rows(),
+                    .format = base.format(),
+                    .weight = &base,
+                    .width = mix.cols(),
+                    .streams = s.streams},
+                   [&] {
+                       out = primary_.tensor_new_unfilled(mix.rows(), mix.cols());
+                       primary_.hc_weights(mix, base, scale, s, out);
+                   }))
+        return out;
+    out = cpu_.tensor_new(mix.rows(), mix.cols());
+    cpu_.hc_weights(to(cpu_, mix), base, scale, s, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::hc_collapse(const Tensor& x, const Tensor& weights, int streams) {
+    check(streams > 0 && x.cols() % streams == 0, "hc_collapse: {} columns in {} streams", x.cols(), streams);
+    const int64_t d = x.cols() / streams;
+    Tensor out;
+    if (ran_native({.op = OpKind::hc_collapse, .n = x.rows(), .width = x.cols(), .streams = streams}, [&] {
+            out = primary_.tensor_new_unfilled(x.rows(), d);
+            primary_.hc_collapse(x, weights, streams, out);
+        }))
+        return out;
+    out = cpu_.tensor_new(x.rows(), d);
+    cpu_.hc_collapse(to(cpu_, x), to(cpu_, weights), streams, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::hc_expand(const Tensor& x, const Tensor& y, const Tensor& weights, int streams) {
+    Tensor out;
+    if (ran_native({.op = OpKind::hc_expand, .n = x.rows(), .width = x.cols(), .streams = streams}, [&] {
+            out = primary_.tensor_new_unfilled(x.rows(), x.cols());
+            primary_.hc_expand(x, y, weights, streams, out);
+        }))
+        return out;
+    out = cpu_.tensor_new(x.rows(), x.cols());
+    cpu_.hc_expand(to(cpu_, x), to(cpu_, y), to(cpu_, weights), streams, out);
+    return to(primary_, out);
+}
+
+Tensor Ops::repeat_cols(const Tensor& x, int times) {
+    check(times >= 1, "repeat_cols: {} times", times);
+    Tensor out;
+    if (ran_native({.op = OpKind::repeat_cols, .n = x.rows(), .width = x.cols(), .streams = times}, [&] {
+            out = primary_.tensor_new_unfilled(x.rows(), times * x.cols());
+            primary_.repeat_cols(x, times, out);
+        }))
+        return out;
+    out = cpu_.tensor_new(x.rows(), times * x.cols());
+    cpu_.repeat_cols(to(cpu_, x), times, out);
     return to(primary_, out);
 }
 

@@ -53,10 +53,11 @@ public:
     // Ops (see backend.h for the exact semantics).
     Tensor embedding(const Weight& table, std::span<const int32_t> ids);  // [n, d]
     Tensor rms_norm(const Tensor& x, const Weight& w, float eps);         // [n, d]
-    Tensor matmul(const Weight& w, const Tensor& x);                      // [n, w.rows]
-    Tensor add(const Tensor& a, const Tensor& b);                         // [n, d]
-    void clamp(Tensor& x, float lo, float hi);                            // in place
-    void rope(Tensor& x, const RopeParams& p, int64_t pos0);              // in place
+    // groups > 1: block-diagonal (backend.h); x: [n, groups * w.cols].
+    Tensor matmul(const Weight& w, const Tensor& x, int groups = 1);  // [n, w.rows]
+    Tensor add(const Tensor& a, const Tensor& b);                     // [n, d]
+    void clamp(Tensor& x, float lo, float hi);                        // in place
+    void rope(Tensor& x, const RopeParams& p, int64_t pos0);          // in place
     Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, KvCache& cache,
                      const AttentionShape& s,
                      int64_t pos0);  // [n, H*hd]
@@ -66,7 +67,9 @@ public:
     Tensor mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
                          KvCache& cache, const MlaShape& s, int64_t pos0,
                          const Tensor* selection = nullptr);  // [n, H*dv]
-    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p);
+    // bias: [1, n_experts] or empty (no bias); fixed: [n * k] expert ids (hash routing) or empty.
+    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p,
+                               std::span<const int32_t> fixed = {});
     Tensor layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps);  // [n, d]
     Tensor dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache,
                       const DsaShape& s,
@@ -76,6 +79,22 @@ public:
                const Weight& a_log, const Weight& dt_bias, const KdaShape& s, Tensor& state);  // [n, H d]
     Tensor mul_sigmoid(const Tensor& a, const Tensor& b);                                      // [n, d]
     Tensor res_mix(std::span<const Tensor> entries, const Weight& w, float eps);               // [n, d]
+    // Compressed attention (DeepSeek-V4) and hyper-connections: see backend.h.
+    void copy_rows(Tensor& dst, const Tensor& src, int64_t row0);  // in place
+    Tensor compress_kv(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
+                       const Tensor& state_gate, const CompressShape& s,
+                       int64_t pos0);  // [windows_closing(pos0, n, ratio), hd]
+    Tensor compressed_attention(const Tensor& q, const Tensor& kv, const Tensor& ring, const Tensor& entries,
+                                const Tensor* selection, const Weight& sinks,
+                                const CompressedAttentionShape& s,
+                                int64_t pos0);  // [n, H hd]
+    Tensor index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                      int64_t pos0);  // [n, top_k]
+    Tensor hc_weights(const Tensor& mix, const Weight& base, const Weight& scale,
+                      const HcShape& s);                                                     // [n, mix.cols]
+    Tensor hc_collapse(const Tensor& x, const Tensor& weights, int streams);                 // [n, D]
+    Tensor hc_expand(const Tensor& x, const Tensor& y, const Tensor& weights, int streams);  // [n, S D]
+    Tensor repeat_cols(const Tensor& x, int times);                                          // [n, times D]
 
 private:
     bool runs_native(const OpDesc& d);  // asks the backend and counts the answer

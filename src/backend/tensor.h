@@ -66,7 +66,8 @@ struct Routing {
 // The activation of a gated-linear-unit expert: act(gate x, up x) (kinds in activations.h).
 struct GluActivation {
     GluKind kind = GluKind::silu;
-    float beta = 0;         // SiTU: b, the gate's tanh bound (activation_situ_beta)
+    float beta =
+        0;  // SiTU's gate bound b (activation_situ_beta), or the clamped SwiGLU's limit (swiglu_limit)
     float linear_beta = 0;  // SiTU: lb, the up projection's tanh bound (activation_situ_linear_beta)
 };
 
@@ -114,6 +115,8 @@ struct RopeParams {
     float attention_scaling = 1;  // multiplies cos and sin (yarn)
     int rotary_offset = 0;        // first rotated dim of each head (MLA: after the no-rope dims)
     RopeYarn yarn;                // YaRN, when yarn.factor > 0
+    bool inverse = false;  // rotate by -angle (the sin term negated): undoes a rotation at the same position
+    int position_stride = 1;  // row i is at position (pos0 + i) * position_stride (compressed entries)
 };
 
 // Multi-head latent attention (DeepSeek MLA) sizes.
@@ -133,6 +136,32 @@ struct DsaShape {
     int top_k = 0;           // keys kept per query
     float scale = 0;         // on q . k before the ReLU (head_dim^-0.5)
     float weight_scale = 0;  // on the per-head weights (n_heads^-0.5)
+    int ratio = 1;           // index_topk: positions per key (the compression ratio of the key entries)
+};
+
+// How a compressor pools raw key/value rows into one entry per window of `ratio` positions (compress_kv).
+struct CompressShape {
+    int ratio = 0;     // positions per window
+    int head_dim = 0;  // width of one entry
+    int series = 1;    // 1: non-overlapping windows (HCA); 2: each window also pools the one before (CSA)
+};
+
+// Sliding-window attention over raw keys plus compressed entries, one shared key = value head
+// (compressed_attention).
+struct CompressedAttentionShape {
+    int n_heads = 0;   // query heads
+    int head_dim = 0;  // query, key and value width
+    int window = 0;    // raw positions each query sees: t - window < s <= t
+    int ratio = 0;     // positions per compressed entry; 0: sliding window only
+    float scale = 0;   // softmax scale
+};
+
+// Hyper-connections: the residual stream kept as `streams` parallel copies (hc_weights, hc_collapse,
+// hc_expand).
+struct HcShape {
+    int streams = 0;         // S (hc_mult)
+    int sinkhorn_iters = 0;  // normalization rounds of the mixing matrix (hc_sinkhorn_iters)
+    float eps = 0;           // added to the weights and to the Sinkhorn sums (hc_eps)
 };
 
 // Kimi delta attention sizes and its forget-gate form (docs/models.md 5.1).
@@ -142,6 +171,12 @@ struct KdaShape {
     float gate_lower_bound = 0;  // 0: g = -exp(A) softplus(z); < 0 (K3): g = bound sigmoid(exp(A) z)
 };
 
+// How a sigmoid router turns a logit into an expert's score.
+enum class RouterScore : uint8_t {
+    sigmoid,        // sigmoid(logit)
+    sqrt_softplus,  // sqrt(softplus(logit)) (DeepSeek-V4)
+};
+
 // Sigmoid routing with a selection bias and group-limited choice (DeepSeek-V3 noaux_tc, docs/models.md 2.4).
 struct SigmoidRouting {
     int k = 0;                // experts per token
@@ -149,6 +184,7 @@ struct SigmoidRouting {
     int topk_group = 1;       // groups kept per token (by the sum of their two best biased scores)
     bool renormalize = true;  // weights divided by their sum (+1e-20)
     float scaling = 1;        // routed_scaling_factor, applied last
+    RouterScore score = RouterScore::sigmoid;  // logit -> score
 };
 
 }  // namespace coli

@@ -108,6 +108,20 @@ size_t WeightView::scale_bytes() const {
     return 0;
 }
 
+std::optional<WeightView> weight_rows_view(const WeightView& w, int64_t r0, int64_t count) {
+    if (r0 < 0 || count < 0 || r0 + count > w.rows) return std::nullopt;
+    if (w.format == Format::fp8_e4m3_block &&
+        (r0 % kFp8Block != 0 || (count % kFp8Block != 0 && r0 + count != w.rows)))
+        return std::nullopt;
+    WeightView v = w;
+    v.rows = count;
+    // Both byte counts are linear in the rows here: per row, or per whole 128-row block for fp8.
+    const WeightView before{w.format, r0, w.cols, nullptr, nullptr};
+    v.data = static_cast<const uint8_t*>(w.data) + before.data_bytes();
+    if (w.scales != nullptr) v.scales = static_cast<const uint8_t*>(w.scales) + before.scale_bytes();
+    return v;
+}
+
 namespace formats_internal {
 
 void weight_view_check(const WeightView& w) {

@@ -69,6 +69,10 @@ EncodedWeight weight_encode(Format f, const float* w, int64_t rows, int64_t cols
 // loader checks resident weights once, the expert store each part as its read lands.
 bool fp8_codes_nan_free(const uint8_t* codes, size_t n);
 
+// Rows [r0, r0 + count) of w as a view of the same bytes (no copy), when the scales allow it: always, but
+// for fp8_e4m3_block only from a row that starts a 128-row scale block, over whole blocks or to the last row.
+std::optional<WeightView> weight_rows_view(const WeightView& w, int64_t r0, int64_t count);
+
 // Decodes row r of w into out[cols] (exact: every code maps to one f32 value).
 void weight_decode_row(const WeightView& w, int64_t r, float* out);
 

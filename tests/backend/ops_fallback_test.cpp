@@ -61,8 +61,9 @@ public:
                     int64_t pos0, Tensor& o) override {
         inner_.dsa_select(q, w, k, c, s, pos0, o);
     }
-    Routing route_sigmoid_topk(const Tensor& l, const Weight& b, const SigmoidRouting& p) override {
-        return inner_.route_sigmoid_topk(l, b, p);
+    Routing route_sigmoid_topk(const Tensor& l, const Weight& b, const SigmoidRouting& p,
+                               std::span<const int32_t> f) override {
+        return inner_.route_sigmoid_topk(l, b, p, f);
     }
     void short_conv(const Tensor& x, const Weight& w, Tensor& st, Tensor& o) override {
         inner_.short_conv(x, w, st, o);

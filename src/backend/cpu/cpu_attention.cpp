@@ -117,11 +117,12 @@ void CpuBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
     const int64_t n_heads = x.cols() / p.head_dim;
     std::vector<float> cos_t(half), sin_t(half);
     for (int64_t r = 0; r < x.rows(); ++r) {
-        const float pos = static_cast<float>(pos0 + r);
+        const float pos = static_cast<float>((pos0 + r) * p.position_stride);
         for (int i = 0; i < half; ++i) {
             const float angle = pos * inv_freq[i];
             cos_t[i] = std::cos(angle) * p.attention_scaling;
             sin_t[i] = std::sin(angle) * p.attention_scaling;
+            if (p.inverse) sin_t[i] = -sin_t[i];  // rotation by -angle
         }
         for (int64_t h = 0; h < n_heads; ++h) {
             float* v = row(x, r) + h * p.head_dim + p.rotary_offset;

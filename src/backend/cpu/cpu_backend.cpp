@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "backend/activations.h"
 #include "backend/cpu/cpu_tensor.h"
@@ -65,9 +67,29 @@ void CpuBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& o
 }
 
 void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& y) {
-    check_shape(x, x.rows(), w.cols(), "matmul x");
-    check_shape(y, x.rows(), w.rows(), "matmul y");
-    coli::matmul(w.host, data(x), x.rows(), data(y), pool_);
+    const int64_t n = x.rows(), cols = w.cols(), groups = cols > 0 ? x.cols() / cols : 0;
+    check(groups >= 1 && x.cols() == groups * cols && w.rows() % groups == 0,
+          "matmul x: [{}, {}] is not whole groups of a weight [{}, {}]", n, x.cols(), w.rows(), cols);
+    check_shape(y, n, w.rows(), "matmul y");
+    if (groups == 1) {
+        coli::matmul(w.host, data(x), n, data(y), pool_);
+        return;
+    }
+    // Block-diagonal: group g's rows of w against its columns of x, through the format's own kernel on a
+    // view of those rows (no weight copy); the activations are gathered and scattered per group.
+    const int64_t r = w.rows() / groups;
+    std::vector<float> xs(n * cols), ys(n * r), decoded;  // [n, cols], [n, r]
+    for (int64_t g = 0; g < groups; ++g) {
+        std::optional<WeightView> view = weight_rows_view(w.host, g * r, r);
+        if (!view) {  // fp8 rows that split a scale block: decoded to f32 (only then is the weight copied)
+            decoded.resize(r * cols);
+            for (int64_t j = 0; j < r; ++j) weight_decode_row(w.host, g * r + j, &decoded[j * cols]);
+            view = WeightView{Format::f32, r, cols, decoded.data(), nullptr};
+        }
+        for (int64_t t = 0; t < n; ++t) std::copy_n(row(x, t) + g * cols, cols, &xs[t * cols]);
+        coli::matmul(*view, xs.data(), n, ys.data(), pool_);
+        for (int64_t t = 0; t < n; ++t) std::copy_n(&ys[t * r], r, row(y, t) + g * r);
+    }
 }
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {

@@ -36,7 +36,8 @@ public:
     void mla_attention(const Tensor& q, const Tensor& latent, const Tensor& k_pe, const Weight& w_kvb,
                        KvCache& cache, const MlaShape& s, int64_t pos0, const Tensor* selection,
                        Tensor& out) override;
-    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) override;
+    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p,
+                               std::span<const int32_t> fixed) override;
     void layer_norm(const Tensor& x, const Weight& w, const Weight& b, float eps, Tensor& out) override;
     void dsa_select(const Tensor& q, const Tensor& weights, const Tensor& k, Tensor& cache, const DsaShape& s,
                     int64_t pos0, Tensor& out) override;
@@ -46,6 +47,20 @@ public:
              Tensor& out) override;
     void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
     void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
+    void copy_rows(Tensor& dst, const Tensor& src, int64_t row0) override;
+    void compress_kv(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
+                     const Tensor& state_gate, const CompressShape& s, int64_t pos0, Tensor& out) override;
+    void compressed_attention(const Tensor& q, const Tensor& kv, const Tensor& ring, const Tensor& entries,
+                              const Tensor* selection, const Weight& sinks, const CompressedAttentionShape& s,
+                              int64_t pos0, Tensor& out) override;
+    void index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                    int64_t pos0, Tensor& out) override;
+    void hc_weights(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s,
+                    Tensor& out) override;
+    void hc_collapse(const Tensor& x, const Tensor& weights, int streams, Tensor& out) override;
+    void hc_expand(const Tensor& x, const Tensor& y, const Tensor& weights, int streams,
+                   Tensor& out) override;
+    void repeat_cols(const Tensor& x, int times, Tensor& out) override;
 
 private:
     ThreadPool& pool_;

@@ -42,9 +42,10 @@ Routing CpuBackend::route_softmax_topk(const Tensor& logits, int k, bool renorma
     return r;
 }
 
-Routing CpuBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
+Routing CpuBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p,
+                                       std::span<const int32_t> fixed) {
     return route_sigmoid_host(logits.rows(), logits.cols(),
-                              std::span<const float>(data(logits), logits.numel()), bias, p);
+                              std::span<const float>(data(logits), logits.numel()), bias, p, fixed);
 }
 
 void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,

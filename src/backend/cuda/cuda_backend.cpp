@@ -182,8 +182,9 @@ const float* CudaBackend::inv_freq(const RopeParams& p) {
 void CudaBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
     fault_check(OpKind::rope);
     rope_args_check(x, p);
-    const cuda::RopeArgs a{p.head_dim, p.rotary_dim, p.rotary_offset, p.style == RopeStyle::neox,
-                           p.attention_scaling};
+    const cuda::RopeArgs a{
+        p.head_dim,          p.rotary_dim,      p.rotary_offset, p.style == RopeStyle::neox,
+        p.attention_scaling, p.position_stride, p.inverse};
     cuda::rope(dev(x), x.rows(), x.cols(), inv_freq(p), a, pos0, ctx_->compute);
 }
 

@@ -85,8 +85,9 @@ __global__ void rope_kernel(float* x, int64_t n, int64_t cols, const float* __re
     COLI_GRID_STRIDE(idx, n * heads * half) {
         const int i = static_cast<int>(idx % half);
         const int64_t h = (idx / half) % heads, r = idx / (half * heads);
-        const float angle = static_cast<float>(pos0 + r) * inv_freq[i];
-        const float c = cosf(angle) * a.attention_scaling, s = sinf(angle) * a.attention_scaling;
+        const float angle = static_cast<float>((pos0 + r) * a.position_stride) * inv_freq[i];
+        const float c = cosf(angle) * a.attention_scaling;
+        const float s = (a.inverse ? -sinf(angle) : sinf(angle)) * a.attention_scaling;
         float* v = x + r * cols + h * a.head_dim + a.rotary_offset;
         float* pa = a.neox ? &v[i] : &v[2 * i];
         float* pb = a.neox ? &v[i + half] : &v[2 * i + 1];

@@ -72,6 +72,8 @@ struct RopeArgs {
     int rotary_offset;        // first rotated dim of each head
     bool neox;                // neox pairs (i, i + half), else interleaved (2i, 2i + 1)
     float attention_scaling;  // multiplies cos and sin
+    int position_stride;      // row r is at position (pos0 + r) position_stride
+    bool inverse;             // rotate by -angle (sin negated)
 };
 void rope(float* x, int64_t n, int64_t cols, const float* inv_freq, const RopeArgs& a, int64_t pos0,
           cudaStream_t s);

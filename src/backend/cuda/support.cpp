@@ -7,14 +7,15 @@ namespace coli {
 
 bool cuda_supports(const OpDesc& d) {
     switch (d.op) {
+        case OpKind::matmul:  // every weight format, any shape; not grouped (block-diagonal) yet
+            return d.groups <= 1;
         case OpKind::embedding:
         case OpKind::rms_norm:
-        case OpKind::matmul:
         case OpKind::add:
         case OpKind::clamp:
         case OpKind::rope:
-        case OpKind::moe_experts:
-            return true;  // every weight format, any shape (odd shapes take the scalar kernels)
+        case OpKind::moe_experts:  // every GluKind through glu()
+            return true;           // every weight format, any shape (odd shapes take the scalar kernels)
         case OpKind::attention:
             return true;  // any context: keys in splits
         case OpKind::route_softmax_topk:
@@ -36,6 +37,15 @@ bool cuda_supports(const OpDesc& d) {
             return true;
         case OpKind::res_mix:
             return d.entries <= kCudaResMixMaxEntries;
+        case OpKind::copy_rows:  // DeepSeek-V4's compressed attention and hyper-connections: no kernels yet
+        case OpKind::compress_kv:
+        case OpKind::compressed_attention:
+        case OpKind::index_topk:
+        case OpKind::hc_weights:
+        case OpKind::hc_collapse:
+        case OpKind::hc_expand:
+        case OpKind::repeat_cols:
+            return false;
         case OpKind::count_:
             break;
     }

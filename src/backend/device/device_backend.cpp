@@ -58,11 +58,12 @@ Weight DeviceBackend::weight_upload(const Weight& w) {
     return out;
 }
 
-Routing DeviceBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) {
+Routing DeviceBackend::route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p,
+                                          std::span<const int32_t> fixed) {
     fault_check(OpKind::route_sigmoid_topk);
     std::vector<float> host(logits.numel());
     tensor_read(logits, host);
-    return route_sigmoid_host(logits.rows(), logits.cols(), host, bias, p);
+    return route_sigmoid_host(logits.rows(), logits.cols(), host, bias, p, fixed);
 }
 
 void DeviceBackend::fault_check(OpKind op) const {

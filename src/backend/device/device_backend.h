@@ -42,7 +42,8 @@ public:
     std::string stats() const final;
     Weight weight_upload(const Weight& w) final;
     // The routing on the host, from the logits read back (route_sigmoid_host).
-    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p) override;
+    Routing route_sigmoid_topk(const Tensor& logits, const Weight& bias, const SigmoidRouting& p,
+                               std::span<const int32_t> fixed) override;
 
 protected:
     // The budget: vram_bytes, or when 0 the device's memory less its reserve. Called by the constructor.

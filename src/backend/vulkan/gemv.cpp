@@ -38,7 +38,7 @@ struct XPlanesPush {
 struct GemvPush {
     uint32_t rows, cols;
     uint32_t parts;     // teams that split one row group's chunks
-    float beta;         // SiTU: the gate's tanh bound
+    float beta;         // SiTU: the gate's tanh bound; clamped SwiGLU: the limit
     float linear_beta;  // SiTU: the up projection's tanh bound
     std::array<uint32_t, vk::kGemvMaxJobs + 1> first;
 };

@@ -2,8 +2,8 @@
 // commands that read it.
 //   decode (every expert has at most kVulkanGemvMaxTokens tokens; one d_ff, format and activation): one
 //     upload of the routing, one batched GEMV for every expert's gate and up that writes the activation
-//     (SwiGLU or SiTU), one batched GEMV for the downs and one combine that adds each token's expert
-//     outputs in the CPU's order: three dispatches per layer, however many experts.
+//     (SwiGLU, SiTU or clamped SwiGLU), one batched GEMV for the downs and one combine that adds each
+//     token's expert outputs in the CPU's order: three dispatches per layer, however many experts.
 //   otherwise: per expert, in the order given (ascending id, as the CPU adds them): gather its tokens, gate
 //     and up matmuls, the activation, down matmul, add back weighted.
 #include <bit>
@@ -19,8 +19,10 @@ namespace coli {
 namespace {
 
 constexpr uint32_t kThreads = 256;  // local size of the grid-stride shaders
-// glu.comp and gemv.comp are specialized by the GluKind itself (activations.glsl's kGluSilu, kGluSitu).
-static_assert(static_cast<uint32_t>(GluKind::silu) == 0 && static_cast<uint32_t>(GluKind::situ) == 1,
+// glu.comp and gemv.comp are specialized by the GluKind itself (activations.glsl's kGluSilu, kGluSitu,
+// kGluSiluClamp).
+static_assert(static_cast<uint32_t>(GluKind::silu) == 0 && static_cast<uint32_t>(GluKind::situ) == 1 &&
+                  static_cast<uint32_t>(GluKind::silu_clamp) == 2,
               "activations.glsl numbers the GLU kinds as activations.h does");
 
 struct RowsPush {
@@ -28,7 +30,7 @@ struct RowsPush {
 };
 struct GluPush {
     uint32_t count;     // elements
-    float beta;         // SiTU: the gate's tanh bound
+    float beta;         // SiTU: the gate's tanh bound; clamped SwiGLU: the limit
     float linear_beta;  // SiTU: the up projection's tanh bound
 };
 struct CombinePush {

@@ -6,10 +6,11 @@ namespace coli {
 
 bool vulkan_supports(const OpDesc& d) {
     switch (d.op) {
-        case OpKind::moe_experts:  // SwiGLU and SiTU experts
+        case OpKind::moe_experts:  // SwiGLU, SiTU and clamped SwiGLU experts
             return d.rows * d.cols < kVulkanMaxElements;
+        case OpKind::matmul:  // not grouped (block-diagonal) yet
+            return d.groups <= 1 && d.rows * d.cols < kVulkanMaxElements;
         case OpKind::embedding:
-        case OpKind::matmul:
             return d.rows * d.cols < kVulkanMaxElements;  // every weight format; 32-bit element indices
         case OpKind::rms_norm:
         case OpKind::layer_norm:
@@ -32,6 +33,15 @@ bool vulkan_supports(const OpDesc& d) {
         case OpKind::mul_sigmoid:
         case OpKind::res_mix:  // any number of entries: a pass per entry
             return true;
+        case OpKind::copy_rows:  // DeepSeek-V4's compressed attention and hyper-connections: no kernels yet
+        case OpKind::compress_kv:
+        case OpKind::compressed_attention:
+        case OpKind::index_topk:
+        case OpKind::hc_weights:
+        case OpKind::hc_collapse:
+        case OpKind::hc_expand:
+        case OpKind::repeat_cols:
+            return false;
         case OpKind::count_:
             break;
     }

@@ -254,11 +254,12 @@ void VulkanBackend::rope(Tensor& x, const RopeParams& p, int64_t pos0) {
     const int64_t n = x.rows();
     std::vector<float> table(2 * n * half);  // [n, half] cos, then [n, half] sin, as the CPU computes them
     for (int64_t r = 0; r < n; ++r) {
-        const float pos = static_cast<float>(pos0 + r);
+        const float pos = static_cast<float>((pos0 + r) * p.position_stride);
         for (int i = 0; i < half; ++i) {
             const float angle = pos * inv_freq[i];
+            const float sin_a = std::sin(angle) * p.attention_scaling;
             table[r * half + i] = std::cos(angle) * p.attention_scaling;
-            table[(n + r) * half + i] = std::sin(angle) * p.attention_scaling;
+            table[(n + r) * half + i] = p.inverse ? -sin_a : sin_a;  // inverse: rotation by -angle
         }
     }
     const struct {

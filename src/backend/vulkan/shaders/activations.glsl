@@ -7,7 +7,7 @@ const float kSoftplusLinearFrom = 20.0;
 // which overflows to inf / inf (NaN) for large arguments.
 const float kTanhSaturate = 10.0;
 // GluKind of activations.h, the value of the glu shader's specialization constant.
-const uint kGluSilu = 0u, kGluSitu = 1u;
+const uint kGluSilu = 0u, kGluSitu = 1u, kGluSiluClamp = 2u;
 
 float sigmoid(float x) {
     return 1.0 / (1.0 + exp(-x));
@@ -30,9 +30,16 @@ float situ(float g, float u, float beta, float linear_beta) {
     return beta * tanh_stable(g / beta) * sigmoid(g) * (linear_beta * tanh_stable(u / linear_beta));
 }
 
+// The clamped SwiGLU (DeepSeek-V4): silu(min(g, limit)) clamp(u, -limit, limit).
+float silu_clamp(float g, float u, float limit) {
+    return silu(min(g, limit)) * clamp(u, -limit, limit);
+}
+
 // A gated-linear-unit expert's activation of its gate g and up u projections.
 float glu(uint kind, float beta, float linear_beta, float g, float u) {
-    return kind == kGluSitu ? situ(g, u, beta, linear_beta) : silu(g) * u;
+    if (kind == kGluSitu) return situ(g, u, beta, linear_beta);
+    if (kind == kGluSiluClamp) return silu_clamp(g, u, beta);
+    return silu(g) * u;
 }
 
 // Added to the squared norm of KDA's q and k before the square root (activations.h kKdaL2NormEps).

@@ -69,7 +69,7 @@ layout(push_constant) uniform Push {
     uint rows;                   // of each matrix
     uint cols;
     uint parts;                  // teams that split one row group's chunks: 1, 2 or 4
-    float beta;                  // SiTU: the gate's tanh bound
+    float beta;                  // SiTU: the gate's tanh bound; clamped SwiGLU: the limit
     float linear_beta;           // SiTU: the up projection's tanh bound
     uint first[kMaxJobs + 1u];   // job j's tokens: rows first[j] .. first[j + 1] of y (and of x)
 } pc;

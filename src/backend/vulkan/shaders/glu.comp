@@ -1,6 +1,7 @@
 #version 450
 // A gated-linear-unit expert's activation, in place over `count` floats (grid-stride loop):
-//   gate = glu(kind, beta, linear_beta, gate, up), SwiGLU or SiTU by the specialization constant kKind.
+//   gate = glu(kind, beta, linear_beta, gate, up), SwiGLU, SiTU or the clamped SwiGLU by the
+//   specialization constant kKind.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "activations.glsl"
@@ -12,7 +13,7 @@ layout(std430, binding = 0) buffer Gate { float gate[]; };       // [m, d_ff], b
 layout(std430, binding = 1) readonly buffer Up { float up[]; };  // [m, d_ff]
 layout(push_constant) uniform Push {
     uint count;         // elements
-    float beta;         // SiTU: the gate's tanh bound
+    float beta;         // SiTU: the gate's tanh bound; clamped SwiGLU: the limit
     float linear_beta;  // SiTU: the up projection's tanh bound
 } pc;
 
