@@ -120,5 +120,9 @@ private:
 // The cases of the linear-attention ops (op_test_recurrent.cpp): short_conv, kda, mul_sigmoid, res_mix,
 // and SiTU experts.
 void recurrent_cases(CheckList& g);
+// The cases of the ops that compressed-attention families add (op_test_compressed.cpp): copy_rows,
+// compress_kv, compressed_attention, index_topk, the hyper-connection ops, grouped matmul, rope's inverse
+// and stride, sqrt-softplus and hash routing, and clamped SwiGLU experts.
+void compressed_cases(CheckList& g);
 
 }  // namespace coli::op_grid

@@ -548,6 +548,7 @@ std::vector<OpCheck> op_test_backend(Backend& b, Backend& reference) {
     g.layer_norm_cases();
     g.dsa_cases();
     recurrent_cases(g);
+    compressed_cases(g);
     return g.take();
 }
 

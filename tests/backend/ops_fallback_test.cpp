@@ -81,6 +81,13 @@ private:
     CpuBackend inner_;
 };
 
+// The forwarding backend as it is: supports() says yes to every op, including those it has no kernel for.
+class ForwardingBackendForTest final : public ForwardingBackend {
+public:
+    using ForwardingBackend::ForwardingBackend;
+    std::string_view name() const override { return "forwarding"; }
+};
+
 // Answers "unsupported" for matmul on int8 weights and for rms_norm, as a GPU backend without those
 // kernels would.
 class DecliningBackend final : public ForwardingBackend {
@@ -223,6 +230,49 @@ TEST(OpsFallback, DeclinedLimitsAreFallbacksNotFaults) {
     kda_call(ops, 256);
     counted(OpKind::kda, 1, 1);
     EXPECT_EQ(ops.counters().total_faults(), 0u);
+}
+
+// The compressed-attention ops and grouped matmul have no GPU kernels yet: the CUDA table declines them (the
+// stand-in has none either: a call would throw), so they run on the CPU, counted, never as faults.
+TEST(OpsFallback, CompressedAttentionOpsAreDeclinedByCuda) {
+    ThreadPool pool(1);
+    CpuBackend cpu(pool);
+    CudaLimitsBackend gpu(pool);
+    Ops ops(gpu, cpu), ref(cpu, cpu);
+    const std::vector<float> w = random_normal(8 * 4, 20), x = random_normal(2 * 8, 21);
+    for (Ops* o : {&ops, &ref}) {
+        o->matmul(weight_of(w, 8, 4), o->tensor_from(2, 4, std::span(x).first(8)));  // plain: native
+        const Tensor y = o->matmul(weight_of(w, 8, 4), o->tensor_from(2, 8, x), 2);
+        Tensor ring = o->tensor(3, 8);
+        o->copy_rows(ring, o->repeat_cols(o->tensor_from(2, 4, std::span(x).first(8)), 2), 2);
+        EXPECT_EQ(o->read(y).size(), 16u);
+    }
+    const auto i = [](OpKind op) { return static_cast<size_t>(op); };
+    EXPECT_EQ(ops.counters().native[i(OpKind::matmul)], 1u);
+    EXPECT_EQ(ops.counters().fallback[i(OpKind::matmul)], 1u) << "groups > 1";
+    EXPECT_EQ(ops.counters().fallback[i(OpKind::copy_rows)], 1u);
+    EXPECT_EQ(ops.counters().fallback[i(OpKind::repeat_cols)], 1u);
+    EXPECT_EQ(ops.counters().total_faults(), 0u);
+    EXPECT_EQ(ref.counters().total_fallbacks(), 0u);
+}
+
+// An op that a backend neither implements nor declines fails loudly, naming the op, and Ops counts a fault.
+TEST(OpsFallback, AnOpWithoutAKernelThatIsNotDeclinedIsAFault) {
+    ThreadPool pool(1);
+    CpuBackend cpu(pool);
+    ForwardingBackendForTest gpu(pool);
+    Tensor out = gpu.tensor_new(1, 8);
+    try {
+        gpu.repeat_cols(gpu.tensor_new(1, 4), 2, out);
+        FAIL() << "the base class has no kernel";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no kernel for repeat_cols"), std::string::npos) << e.what();
+    }
+    Ops ops(gpu, cpu);
+    const std::vector<float> x = {1, 2, 3, 4};
+    EXPECT_EQ(ops.read(ops.repeat_cols(ops.tensor_from(1, 4, x), 2)),
+              (std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4}));
+    EXPECT_EQ(ops.counters().faults[static_cast<size_t>(OpKind::repeat_cols)], 1u);
 }
 
 // The same on the Vulkan backend itself (lavapipe in CI): more indexer heads than its scoring shader takes.
