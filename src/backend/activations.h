@@ -20,6 +20,13 @@ enum class GluKind : uint8_t {
     silu_clamp,  // clamped SwiGLU (DeepSeek-V4): silu(min(g, L)) clamp(u, -L, L), L = beta (swiglu_limit)
 };
 
+// The activation's name, for messages and listings.
+inline const char* glu_name(GluKind kind) {
+    if (kind == GluKind::situ) return "SiTU";
+    if (kind == GluKind::silu_clamp) return "clamped SwiGLU";
+    return "SwiGLU";
+}
+
 // Above this, softplus(x) is x in f32 (transformers' KDA gate switches at the same point).
 inline constexpr float kSoftplusLinearFrom = 20.0f;
 

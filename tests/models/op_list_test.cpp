@@ -33,7 +33,7 @@ OpKey key_of(OpKind op, GluKind glu) {
 
 std::string key_name(const OpKey& k) {
     if (k.first != OpKind::moe_experts) return std::string(op_name(k.first));
-    return fmt::format("{} ({})", op_name(k.first), k.second == GluKind::situ ? "SiTU" : "SwiGLU");
+    return fmt::format("{} ({})", op_name(k.first), glu_name(k.second));
 }
 
 // The ops one fixture's forward calls, and its family.
