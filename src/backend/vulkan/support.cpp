@@ -33,14 +33,15 @@ bool vulkan_supports(const OpDesc& d) {
         case OpKind::mul_sigmoid:
         case OpKind::res_mix:  // any number of entries: a pass per entry
             return true;
-        case OpKind::copy_rows:  // DeepSeek-V4's compressed attention and hyper-connections: no kernels yet
-        case OpKind::compress_kv:
-        case OpKind::compressed_attention:
-        case OpKind::index_topk:
-        case OpKind::hc_weights:
+        case OpKind::copy_rows:   // buffer copies
+        case OpKind::hc_weights:  // one invocation per token, any number of streams
         case OpKind::hc_collapse:
         case OpKind::hc_expand:
         case OpKind::repeat_cols:
+            return true;
+        case OpKind::compress_kv:  // DeepSeek-V4's compressed attention: no kernels yet
+        case OpKind::compressed_attention:
+        case OpKind::index_topk:
             return false;
         case OpKind::count_:
             break;

@@ -279,10 +279,9 @@ void VulkanBackend::slice_cols(const Tensor& x, int64_t c0, Tensor& out) {
     check(out.rows() == x.rows() && c0 >= 0 && c0 + out.cols() <= x.cols(),
           "slice_cols: columns [{}, {}) of {}", c0, c0 + out.cols(), x.cols());
     check_owner(x, "slice_cols x");
-    const struct {
-        uint32_t rows, src_cols, c0, width;
-    } push{static_cast<uint32_t>(x.rows()), static_cast<uint32_t>(x.cols()), static_cast<uint32_t>(c0),
-           static_cast<uint32_t>(out.cols())};
+    const CopyColsPush push{static_cast<uint32_t>(x.rows()), static_cast<uint32_t>(x.cols()),
+                            static_cast<uint32_t>(c0), static_cast<uint32_t>(out.cols()),
+                            static_cast<uint32_t>(out.cols())};
     run("copy_cols", {}, {buffer_of(x), buffer_of(out)}, push, groups_for(out.numel(), kThreads));
 }
 

@@ -67,6 +67,13 @@ public:
              Tensor& out) override;
     void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
     void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
+    void copy_rows(Tensor& dst, const Tensor& src, int64_t row0) override;
+    void hc_weights(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s,
+                    Tensor& out) override;
+    void hc_collapse(const Tensor& x, const Tensor& weights, int streams, Tensor& out) override;
+    void hc_expand(const Tensor& x, const Tensor& y, const Tensor& weights, int streams,
+                   Tensor& out) override;
+    void repeat_cols(const Tensor& x, int times, Tensor& out) override;
 
     // y = x w^T on device buffers, GEMV or GEMM by n (matmul.cpp).            x: [n, w.cols]; y: [n, w.rows]
     void matmul_device(const vk::DeviceWeight& w, const vk::BufferPtr& x, int64_t n, const vk::BufferPtr& y);
@@ -129,6 +136,11 @@ private:
     vk::Stream stream_;
     CpuBackend host_;            // the routers run on the host, by the CPU's code
     vk::BufferPtr placeholder_;  // bound where a shader does not use a binding
+};
+
+// copy_cols.comp's push constants: out[r][j] = x[r][c0 + j % period] (slice_cols, repeat_cols).
+struct CopyColsPush {
+    uint32_t rows, src_cols, c0, width, period;
 };
 
 // The device buffer behind a tensor of the Vulkan backend.

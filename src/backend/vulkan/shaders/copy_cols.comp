@@ -1,5 +1,6 @@
 #version 450
-// out[r][j] = x[r][c0 + j]: a block of columns (slice_cols), grid-stride over rows * width.
+// out[r][j] = x[r][c0 + j % period], grid-stride over rows * width: a block of columns (slice_cols: period =
+// width), or each row repeated (repeat_cols: c0 = 0, period = x's width).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -11,11 +12,12 @@ layout(push_constant) uniform Push {
     uint rows;
     uint src_cols;  // x's width
     uint c0;        // first column taken
-    uint width;     // columns taken
+    uint width;     // columns written
+    uint period;    // columns taken, repeated until width
 } pc;
 
 void main() {
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = gl_GlobalInvocationID.x; i < pc.rows * pc.width; i += stride)
-        o[i] = x[(i / pc.width) * pc.src_cols + pc.c0 + i % pc.width];
+        o[i] = x[(i / pc.width) * pc.src_cols + pc.c0 + i % pc.width % pc.period];
 }
