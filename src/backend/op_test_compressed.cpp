@@ -241,7 +241,7 @@ void grouped_matmul_cases(CheckList& g) {
             if (!format_fits(f, s.cols)) continue;
             const Weight w = weight_random(f, s.rows, s.cols, ++seed);
             const Weight wb = g.backend().weight_upload(w);
-            for (int64_t n : {1, 5}) {
+            for (int64_t n : {1, 5, 17}) {  // decode GEMVs and a prefill GEMM
                 const int64_t xw = s.groups * s.cols;
                 const std::vector<float> x = random_normal(n * xw, ++seed);
                 g.check_same(

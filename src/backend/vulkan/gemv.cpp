@@ -37,9 +37,11 @@ struct XPlanesPush {
 
 struct GemvPush {
     uint32_t rows, cols;
-    uint32_t parts;     // teams that split one row group's chunks
-    float beta;         // SiTU: the gate's tanh bound; clamped SwiGLU: the limit
-    float linear_beta;  // SiTU: the up projection's tanh bound
+    uint32_t parts;       // teams that split one row group's chunks
+    float beta;           // SiTU: the gate's tanh bound; clamped SwiGLU: the limit
+    float linear_beta;    // SiTU: the up projection's tanh bound
+    uint32_t x_cols;      // x's row width: cols, or groups cols (grouped)
+    uint32_t group_rows;  // rows that read one block of cols columns of x: rows, or rows / groups
     std::array<uint32_t, vk::kGemvMaxJobs + 1> first;
 };
 static_assert(sizeof(GemvPush) <= vk::kPushBytes, "gemv.comp's push constants");
@@ -61,6 +63,8 @@ struct GemvPlan {
 // ran slower with 8). The int4 dot-product path (`dot`), whose x loads are fewer, takes 4 in short rows,
 // where a lane reads few chunks and more resident workgroups pay more than x reuse (docs/benchmarks.md).
 uint32_t team_rows(Format f, uint32_t tokens, bool dot, int64_t chunks) {
+    static_assert(kTeamRowsFewTokens4Bit <= vk::kGemvMaxTeamRows &&
+                  kTeamRowsFewTokens <= vk::kGemvMaxTeamRows);
     if (tokens > kFewTokens) return kTeamRowsManyTokens;
     if (dot && chunks <= kShortRowChunksPerLane * kLanes) return kTeamRowsFewTokens;
     return f == Format::int4_g64 || f == Format::mxfp4 ? kTeamRowsFewTokens4Bit : kTeamRowsFewTokens;
@@ -89,8 +93,10 @@ std::string gemv_pipeline(bool batch, bool dot, bool subgroup) {
 
 namespace vk {
 
-bool gemv_fits(const DeviceWeight& w) {
-    return row_bytes(w) % kChunkBytes == 0;
+bool gemv_fits(const DeviceWeight& w, int64_t groups) {
+    const bool whole_teams =
+        groups == 1 || (w.rows % groups == 0 && (w.rows / groups) % kGemvMaxTeamRows == 0);
+    return row_bytes(w) % kChunkBytes == 0 && whole_teams;
 }
 
 }  // namespace vk
@@ -109,13 +115,17 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
         check(w->format == w0.format && w->rows == w0.rows && w->cols == w0.cols && vk::gemv_fits(*w),
               "vulkan gemv: the jobs' matrices differ in format or shape, or are not whole chunks");
     check(tokens <= kVulkanGemvMaxTokens, "vulkan gemv: {} tokens in one job", tokens);
+    check(g.groups == 1 || (jobs == 1 && g.mats == 1 && !g.xrows && vk::gemv_fits(w0, g.groups)),
+          "vulkan gemv: {} groups of a [{}, {}] weight", g.groups, w0.rows, w0.cols);
     const auto format = static_cast<uint32_t>(w0.format);
     const auto glu = static_cast<uint32_t>(g.act.kind);
     const bool sub = ctx_->subgroup_arithmetic;
     const vk::BufferPtr xrows = g.xrows ? g.xrows : placeholder_;
 
-    // int4 on integer dot products: x as byte planes, laid out once for every job (gemv_xplanes.comp).
-    const bool dot = ctx_->int_dot && w0.format == Format::int4_g64 && tokens <= kIntDotMaxTokens;
+    // int4 on integer dot products: x as byte planes, laid out once for every job (gemv_xplanes.comp); not
+    // grouped, whose planes would be laid out per block.
+    const bool dot =
+        ctx_->int_dot && w0.format == Format::int4_g64 && tokens <= kIntDotMaxTokens && g.groups == 1;
     vk::BufferPtr planes = placeholder_, meta = placeholder_;
     if (dot) {
         const int64_t rows = g.first.back(), chunks = w0.cols / kXPlaneChunkCols;
@@ -129,7 +139,14 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     // One matrix over x as it is: the plain shader, its weight in slot 0.
     if (jobs == 1 && g.mats == 1 && !g.xrows) {
         const GemvPlan p = gemv_plan(w0, tokens, 1, 1, dot);
-        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, 0, 0, {0, tokens}};
+        GemvPush push{uint32_t(w0.rows),
+                      uint32_t(w0.cols),
+                      p.parts,
+                      0,
+                      0,
+                      uint32_t(g.groups * w0.cols),
+                      uint32_t(w0.rows / g.groups),
+                      {0, tokens}};
         const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(p.groups, vk::kMaxGroups));
         const auto gy = static_cast<uint32_t>((p.groups + gx - 1) / gx);
         const vk::BufferPtr codes[] = {w0.data}, scales[] = {w0.scales};
@@ -142,7 +159,8 @@ void VulkanBackend::gemv(const vk::GemvJobs& g) {
     for (size_t j0 = 0; j0 < jobs; j0 += per_dispatch) {
         const size_t n = std::min(per_dispatch, jobs - j0);
         const GemvPlan p = gemv_plan(w0, tokens, g.mats, n, dot);
-        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts, g.act.beta, g.act.linear_beta, {}};
+        GemvPush push{uint32_t(w0.rows), uint32_t(w0.cols), p.parts,           g.act.beta,
+                      g.act.linear_beta, uint32_t(w0.cols), uint32_t(w0.rows), {}};
         for (size_t j = 0; j <= n; ++j) push.first[j] = g.first[j0 + j];
         std::vector<vk::BufferPtr> codes, scales;
         for (size_t i = j0 * g.mats; i < (j0 + n) * g.mats; ++i) {

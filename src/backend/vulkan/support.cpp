@@ -8,8 +8,8 @@ bool vulkan_supports(const OpDesc& d) {
     switch (d.op) {
         case OpKind::moe_experts:  // SwiGLU, SiTU and clamped SwiGLU experts
             return d.rows * d.cols < kVulkanMaxElements;
-        case OpKind::matmul:  // not grouped (block-diagonal) yet
-            return d.groups <= 1 && d.rows * d.cols < kVulkanMaxElements;
+        case OpKind::matmul:  // grouped (block-diagonal): a grid dimension of groups
+            return d.groups <= kVulkanMaxGroups && d.rows * d.cols < kVulkanMaxElements;
         case OpKind::embedding:
             return d.rows * d.cols < kVulkanMaxElements;  // every weight format; 32-bit element indices
         case OpKind::rms_norm:

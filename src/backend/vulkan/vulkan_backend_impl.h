@@ -75,8 +75,10 @@ public:
                    Tensor& out) override;
     void repeat_cols(const Tensor& x, int times, Tensor& out) override;
 
-    // y = x w^T on device buffers, GEMV or GEMM by n (matmul.cpp).            x: [n, w.cols]; y: [n, w.rows]
-    void matmul_device(const vk::DeviceWeight& w, const vk::BufferPtr& x, int64_t n, const vk::BufferPtr& y);
+    // y = x w^T on device buffers, GEMV or GEMM by n (matmul.cpp); block-diagonal with groups > 1 (Backend::
+    // matmul).                                       x: [n, groups w.cols]; y: [n, w.rows]
+    void matmul_device(const vk::DeviceWeight& w, const vk::BufferPtr& x, int64_t n, const vk::BufferPtr& y,
+                       int64_t groups = 1);
     // Decode GEMV jobs in few dispatches (gemv.cpp).
     void gemv(const vk::GemvJobs& jobs);
     // Runs shader `name` (specialized by spec) on buffers with push constants `push`.

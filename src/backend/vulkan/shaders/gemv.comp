@@ -7,7 +7,9 @@
 // A workgroup is kTeams teams of kLanes lanes; a team takes kRows rows of each of the job's kMats matrices
 // (kMats = 2: gate and up of the same rows, written as glu(gate, up)). Each lane reads every kLanes-th
 // 16-byte chunk of its rows (one load per row in flight while the previous chunk is computed), decodes it
-// (codec.glsl) and multiplies it with the matching x of every token, loaded once for all the rows. Short,
+// (codec.glsl) and multiplies it with the matching x of every token, loaded once for all the rows.
+// Grouped (block-diagonal) matmul: x rows hold x_cols columns, and row r reads x's columns from
+// (r / group_rows) cols on; a team's rows lie in one group (group_rows is a multiple of kRows). Short,
 // wide matrices split a row group's chunks over `parts` teams. A team's lanes meet through subgroupAdd when
 // a subgroup is a team (COLI_SUBGROUP and subgroups of kLanes), else through shared memory.
 //
@@ -71,6 +73,8 @@ layout(push_constant) uniform Push {
     uint parts;                  // teams that split one row group's chunks: 1, 2 or 4
     float beta;                  // SiTU: the gate's tanh bound; clamped SwiGLU: the limit
     float linear_beta;           // SiTU: the up projection's tanh bound
+    uint x_cols;                 // x's row width: cols, or groups cols (grouped)
+    uint group_rows;             // rows that read one block of cols columns of x: rows, or rows / groups
     uint first[kMaxJobs + 1u];   // job j's tokens: rows first[j] .. first[j + 1] of y (and of x)
 } pc;
 
@@ -238,13 +242,14 @@ void main() {
     const uint r0 = (group_index() * (kTeams / parts) + team / parts) * kRows;
     const bool has_rows = r0 < pc.rows;
     const uint chunks = pc.cols / kChunkElems;
+    const uint x_block = min(r0, pc.rows - 1u) / pc.group_rows * (pc.cols / 4u);  // the team's columns of x
 
     [[unroll]] for (uint j = 0u; j < kMaxTokens; ++j) {
         const uint row = first + min(j, n - 1u);  // tokens past n repeat the last; their sums are dropped
 #if COLI_BATCH
-        xbase[j] = (kGatherX ? uint(xrows[row]) : row) * (pc.cols / 4u);
+        xbase[j] = (kGatherX ? uint(xrows[row]) : row) * (pc.x_cols / 4u) + x_block;
 #else
-        xbase[j] = row * (pc.cols / 4u);
+        xbase[j] = row * (pc.x_cols / 4u) + x_block;
 #endif
     }
 #if COLI_INT_DOT
