@@ -1,4 +1,5 @@
-// Attention on Vulkan: GQA over the KV cache, absorbed MLA, and the DSA indexer. Scores go through device
+// Attention on Vulkan: GQA over the KV cache, absorbed MLA, and the DSA indexer (over every key, or over
+// DeepSeek-V4's compressed keys: index_topk). Scores go through device
 // memory ([queries x heads, keys] per chunk of queries), one pass each for scores, softmax and the
 // weighted sum, so that any context length works on any device. Scores and sums are products in
 // shared-memory tiles (tile.glsl) over the (query, head) rows that share a kv head, so that a cached row is
@@ -32,6 +33,7 @@ constexpr uint32_t kSumThreads = 256;         // local size of sum_parts.comp
 constexpr int64_t kDsaThreads = 256;          // local size of dsa_scores.comp: a workgroup's keys x heads
 constexpr int64_t kDsaMaxGroupKeys = 64;      // and keys per workgroup
 constexpr int64_t kPickedWords = 2;           // dsa_topk.comp's picked pairs: key and position
+constexpr uint32_t kNoPositionBits = 0xbf800000u;  // -1.0f: a selection's empty slot
 
 uint32_t ceil_div(int64_t a, int64_t b) {
     return static_cast<uint32_t>((a + b - 1) / b);
@@ -257,25 +259,44 @@ void VulkanBackend::dsa_select(const Tensor& q, const Tensor& weights, const Ten
     dsa_args_check(q, weights, k, cache, s, pos0, out);
     for (const Tensor* t : {&q, &weights, &k, static_cast<const Tensor*>(&cache)})
         check_owner(*t, "dsa_select");
-    const int64_t n = q.rows(), total = pos0 + n;
     stream_.copy(buffer_of(k), 0, buffer_of(cache), pos0 * s.head_dim * sizeof(float),
                  k.numel() * sizeof(float));
+    index_select(q, weights, buffer_of(cache), s, pos0, 1, false, out);
+}
+
+void VulkanBackend::index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                               int64_t pos0, Tensor& out) {
+    fault_check(OpKind::index_topk);
+    index_topk_args_check(q, weights, keys, s, pos0, out);
+    for (const Tensor* t : {&q, &weights, &keys}) check_owner(*t, "index_topk");
+    index_select(q, weights, buffer_of(keys), s, pos0, s.ratio, true, out);
+}
+
+void VulkanBackend::index_select(const Tensor& q, const Tensor& weights, const vk::BufferPtr& keys,
+                                 const DsaShape& s, int64_t pos0, int64_t ratio, bool sequential,
+                                 Tensor& out) {
+    const int64_t n = q.rows(), total = (pos0 + n) / ratio;  // the most keys a query sees
+    if (n == 0) return;
+    if (total == 0) {  // no query sees a key yet
+        stream_.fill(buffer_of(out), kNoPositionBits);
+        return;
+    }
     // Scores and their top-k on the device (dsa_topk.comp: the rule every backend shares).
     const vk::BufferPtr scores = scratch(n * total);
     const int64_t group_keys = std::min(kDsaThreads / s.n_heads, kDsaMaxGroupKeys);
     const struct {
         uint32_t total, pos0, heads, dim;
         float scale, weight_scale;
-        uint32_t group_keys;
-    } push{uint32_t(total), uint32_t(pos0), uint32_t(s.n_heads), uint32_t(s.head_dim),
-           s.scale,         s.weight_scale, uint32_t(group_keys)};
-    run("dsa_scores", {}, {buffer_of(q), buffer_of(weights), buffer_of(cache), scores}, push,
+        uint32_t group_keys, ratio;
+    } push{uint32_t(total), uint32_t(pos0), uint32_t(s.n_heads),  uint32_t(s.head_dim),
+           s.scale,         s.weight_scale, uint32_t(group_keys), uint32_t(ratio)};
+    run("dsa_scores", {sequential ? 1u : 0u}, {buffer_of(q), buffer_of(weights), keys, scores}, push,
         ceil_div(total, group_keys), uint32_t(n));
     const uint32_t stride = std::bit_ceil(static_cast<uint32_t>(s.top_k));
     const vk::BufferPtr picked = scratch(n * stride * kPickedWords);
     const struct {
-        uint32_t n, total, pos0, top_k, stride;
-    } tp{uint32_t(n), uint32_t(total), uint32_t(pos0), uint32_t(s.top_k), stride};
+        uint32_t n, total, pos0, top_k, stride, ratio;
+    } tp{uint32_t(n), uint32_t(total), uint32_t(pos0), uint32_t(s.top_k), stride, uint32_t(ratio)};
     const auto gx = static_cast<uint32_t>(std::min<int64_t>(n, vk::kMaxGroups));
     run("dsa_topk", {}, {scores, buffer_of(out), picked}, tp, gx, ceil_div(n, gx));
 }

@@ -25,6 +25,7 @@ bool vulkan_supports(const OpDesc& d) {
         case OpKind::route_sigmoid_topk:
             return true;
         case OpKind::dsa_select:  // scores and top-k on the device
+        case OpKind::index_topk:  // the same shaders over compressed keys
             return d.heads <= kVulkanDsaMaxHeads;
         case OpKind::short_conv:  // the kernel's window is kept in registers
             return d.taps >= 2 && d.taps <= kVulkanConvMaxTaps;
@@ -41,7 +42,6 @@ bool vulkan_supports(const OpDesc& d) {
             return true;
         case OpKind::compress_kv:  // DeepSeek-V4's compressed attention: no kernels yet
         case OpKind::compressed_attention:
-        case OpKind::index_topk:
             return false;
         case OpKind::count_:
             break;

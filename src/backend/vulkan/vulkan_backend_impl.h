@@ -68,6 +68,8 @@ public:
     void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
     void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
     void copy_rows(Tensor& dst, const Tensor& src, int64_t row0) override;
+    void index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                    int64_t pos0, Tensor& out) override;
     void hc_weights(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s,
                     Tensor& out) override;
     void hc_collapse(const Tensor& x, const Tensor& weights, int streams, Tensor& out) override;
@@ -129,6 +131,11 @@ private:
     // GQA attention of `queries` queries from i0 in splits of each row's keys, joined per row.
     void attention_split(const Tensor& q, const KvCache& cache, const AttentionShape& s, int64_t i0,
                          int64_t queries, int64_t pos0, Tensor& out);
+    // The DSA indexer's scores and top-k (dsa_scores.comp, dsa_topk.comp): query i sees keys
+    // [0, (pos0 + i + 1) / ratio); sequential: dot products summed as one running sum (index_topk's CPU
+    // order), else in dsa_select's lanes.           keys: [>= (pos0 + n) / ratio, head_dim]; out: [n, top_k]
+    void index_select(const Tensor& q, const Tensor& weights, const vk::BufferPtr& keys, const DsaShape& s,
+                      int64_t pos0, int64_t ratio, bool sequential, Tensor& out);
     // out = p v for a chunk of queries (attn_mix.comp), split over the keys when long.
     void attn_mix(const vk::BufferPtr& p, const vk::BufferPtr& v, const vk::BufferPtr& sel,
                   const vk::BufferPtr& out, const vk::MixShape& m);

@@ -1,8 +1,10 @@
 #version 450
 // DSA index scores: scores[i][t] = sum_h (weights[i][h] weight_scale) relu(scale q_h(i) . key(t)) for the
-// keys t <= pos0 + i. Every product and sum is `precise` and in the CPU's order (its dot product keeps
-// kLanes partial sums, then adds the columns past the last whole kLanes), so the scores, and the top-k
-// chosen from them, equal the CPU's. A workgroup takes group_keys keys of query i, one thread per (key,
+// keys t < (pos0 + i + 1) / ratio (ratio 1: dsa_select's causal keys; more: index_topk's compressed keys,
+// one per window of ratio positions). Every product and sum is `precise` and in the CPU's order (its dot
+// product keeps kLanes partial sums, then adds the columns past the last whole kLanes; kSequential: one
+// running sum, index_topk's plain dot product), so the scores, and the top-k chosen from them, equal the
+// CPU's. A workgroup takes group_keys keys of query i, one thread per (key,
 // head) term; q and the keys pass through shared memory kLanes columns at a time, so that each is read from
 // device memory once per workgroup. One thread per key then adds its terms in head order.
 #extension GL_EXT_control_flow_attributes : require
@@ -14,6 +16,7 @@ const uint kThreads = 256u;  // = attention.cpp's kDsaThreads: (key, head) terms
 const uint kLanes = 16u;     // the CPU dot product's partial sums (cpu_attention.cpp kDotLanes)
 const uint kMaxHeads = 128u; // = limits.h's kVulkanDsaMaxHeads
 const uint kMaxKeys = 64u;   // = attention.cpp's kDsaMaxGroupKeys: keys of a workgroup at most
+layout(constant_id = 0) const bool kSequential = false;  // one running sum per dot product, not kLanes
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };           // [n, heads dim]
 layout(std430, binding = 1) readonly buffer Weights { float weights[]; };  // [n, heads]
@@ -27,6 +30,7 @@ layout(push_constant) uniform Push {
     float scale;         // on q . k
     float weight_scale;  // on the head weights
     uint group_keys;     // keys of a workgroup: group_keys x heads <= kThreads, group_keys <= kMaxKeys
+    uint ratio;          // positions per key
 } pc;
 
 shared float q_s[kLanes][kMaxHeads + 1u];  // this step's columns of every head's q (+1: fewer bank conflicts)
@@ -35,7 +39,7 @@ shared float terms[kThreads];            // [key of the workgroup, head]
 
 void main() {
     const uint t = gl_LocalInvocationID.x, i = gl_WorkGroupID.y, k0 = gl_WorkGroupID.x * pc.group_keys;
-    const uint last = min(pc.total, pc.pos0 + i + 1u);  // the visible keys end here
+    const uint last = min(pc.total, (pc.pos0 + i + 1u) / pc.ratio);  // the visible keys end here
     const uint slot = t / pc.heads, h = t % pc.heads, key = k0 + slot;
     const bool visible = slot < pc.group_keys && key < last;
     const uint q_row = (i * pc.heads + h) * pc.dim, whole = pc.dim - pc.dim % kLanes;
@@ -51,7 +55,8 @@ void main() {
         }
         barrier();
         if (visible)
-            [[unroll]] for (uint l = 0u; l < kLanes; ++l) lanes[l] += q_s[l][h] * k_s[slot][l];
+            [[unroll]] for (uint l = 0u; l < kLanes; ++l)
+                lanes[kSequential ? 0u : l] += q_s[l][h] * k_s[slot][l];
         barrier();
     }
     precise float term = 0.0;

@@ -1,7 +1,8 @@
 #version 450
 // DSA's selection rule (backend.h dsa_topk_row) on the device, one workgroup per query row i: the positions
-// of the top_k largest of the row's visible scores (pos0 + i + 1 of them), scores descending and ties to
-// the lower position, -1 past the visible count. As CUDA's dsa_topk.cu, in 32-bit types and core GLSL:
+// of the top_k largest of the row's visible scores ((pos0 + i + 1) / ratio of them: ratio 1 for dsa_select,
+// positions per compressed key for index_topk), scores descending and ties to the lower position, -1 past
+// the visible count. As CUDA's dsa_topk.cu, in 32-bit types and core GLSL:
 //   1. radix select over order-preserving integer keys, four passes of 8 bits with workgroup histograms:
 //      the key T of the want-th largest score (want = min(top_k, visible)) and how many scores equal to T
 //      it takes;
@@ -29,6 +30,7 @@ layout(push_constant) uniform Push {
     uint pos0;    // position of query 0: row i sees pos0 + i + 1 keys
     uint top_k;   // positions per row
     uint stride;  // a power of two >= top_k: each row's part of picked
+    uint ratio;   // positions per key
 } pc;
 
 shared uint hist[kBins];
@@ -50,7 +52,7 @@ void main() {
     const uint i = group_index();
     if (i >= pc.n) return;  // the whole workgroup
     const uint t = gl_LocalInvocationID.x;
-    const uint visible = pc.pos0 + i + 1u, want = min(visible, pc.top_k);
+    const uint visible = (pc.pos0 + i + 1u) / pc.ratio, want = min(visible, pc.top_k);
     const uint row = i * pc.total, base = i * pc.stride;
 
     // 1. The key T of the want-th largest score, digit by digit from the top.
