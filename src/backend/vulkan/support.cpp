@@ -40,8 +40,9 @@ bool vulkan_supports(const OpDesc& d) {
         case OpKind::hc_expand:
         case OpKind::repeat_cols:
             return true;
-        case OpKind::compress_kv:  // DeepSeek-V4's compressed attention: no kernels yet
-        case OpKind::compressed_attention:
+        case OpKind::compress_kv:  // one invocation per (window, channel), any ratio
+            return true;
+        case OpKind::compressed_attention:  // DeepSeek-V4's compressed attention: no kernel yet
             return false;
         case OpKind::count_:
             break;

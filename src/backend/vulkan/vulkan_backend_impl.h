@@ -68,6 +68,8 @@ public:
     void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
     void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
     void copy_rows(Tensor& dst, const Tensor& src, int64_t row0) override;
+    void compress_kv(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
+                     const Tensor& state_gate, const CompressShape& s, int64_t pos0, Tensor& out) override;
     void index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
                     int64_t pos0, Tensor& out) override;
     void hc_weights(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s,
