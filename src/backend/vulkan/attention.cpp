@@ -1,10 +1,11 @@
-// Attention on Vulkan: GQA over the KV cache, absorbed MLA, and the DSA indexer (over every key, or over
-// DeepSeek-V4's compressed keys: index_topk). Scores go through device
-// memory ([queries x heads, keys] per chunk of queries), one pass each for scores, softmax and the
-// weighted sum, so that any context length works on any device. Scores and sums are products in
-// shared-memory tiles (tile.glsl) over the (query, head) rows that share a kv head, so that a cached row is
-// read once per tile of rows; GQA chunks with too few such rows (a decode step of MHA) split each row's keys
-// instead (attn_split.comp, attn_combine.comp).
+// Attention on Vulkan: GQA over the KV cache, absorbed MLA, the DSA indexer (over every key, or over
+// DeepSeek-V4's compressed keys: index_topk), and DeepSeek-V4's compressed attention (a sliding window of
+// raw keys plus compressed entries, with a sink: the GQA shaders over a list of selected keys per query).
+// Scores go through device memory ([queries x heads, keys] per chunk of queries), one pass each for scores,
+// softmax and the weighted sum, so that any context length works on any device. Scores and sums are products
+// in shared-memory tiles (tile.glsl) over the (query, head) rows that share a kv head, so that a cached row
+// is read once per tile of rows; GQA chunks with too few such rows (a decode step of MHA) split each row's
+// keys instead (attn_split.comp, attn_combine.comp).
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -33,7 +34,10 @@ constexpr uint32_t kSumThreads = 256;         // local size of sum_parts.comp
 constexpr int64_t kDsaThreads = 256;          // local size of dsa_scores.comp: a workgroup's keys x heads
 constexpr int64_t kDsaMaxGroupKeys = 64;      // and keys per workgroup
 constexpr int64_t kPickedWords = 2;           // dsa_topk.comp's picked pairs: key and position
-constexpr uint32_t kNoPositionBits = 0xbf800000u;  // -1.0f: a selection's empty slot
+constexpr uint32_t kNoPositionBits = 0xbf800000u;      // -1.0f: a selection's empty slot
+constexpr uint32_t kNoSplit = 0xffffffffu;             // common.glsl's: keys of one source
+constexpr uint32_t kKeysThreads = 256;                 // local size of compressed_keys.comp
+constexpr int64_t kFloatExactInts = int64_t{1} << 24;  // integers a float holds exactly: key ids
 
 uint32_t ceil_div(int64_t a, int64_t b) {
     return static_cast<uint32_t>((a + b - 1) / b);
@@ -52,6 +56,7 @@ struct ScoresPush {
     float scale;
     uint32_t len1, q1_stride, q1_offset, q1_first, k1_stride, k1_group;
     uint32_t len2, q2_stride, q2_offset, q2_first, k2_stride;
+    uint32_t k_split = kNoSplit;
 };
 
 // Queries per chunk: the scores of a chunk stay within kVulkanScoreFloats and its rows within one grid
@@ -72,14 +77,17 @@ struct MixShape {
     int64_t width, v_stride, keys;      // values per head, floats per cached row, keys per row of p
     bool selected;                      // keys are positions of sel
     int64_t dst_first;                  // out's row of query i0
+    BufferPtr v_tail = nullptr;         // keys from v_split on are its rows key - v_split
+    uint32_t v_split = kNoSplit;
 };
 
 }  // namespace vk
 
-void VulkanBackend::softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys) {
-    const struct { uint32_t keys; } push{static_cast<uint32_t>(keys)};
+void VulkanBackend::softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys,
+                                 const vk::BufferPtr& sinks, int64_t heads) {
+    const struct { uint32_t keys, heads; } push{static_cast<uint32_t>(keys), static_cast<uint32_t>(heads)};
     const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(rows, vk::kMaxGroups));
-    run("softmax", {}, {scores}, push, gx, ceil_div(rows, gx));
+    run("softmax", {sinks ? 1u : 0u}, {scores, sinks ? sinks : placeholder_}, push, gx, ceil_div(rows, gx));
 }
 
 // out = p v (attn_mix.comp), over `splits` ranges of the keys when the tiles alone are too few for the
@@ -95,7 +103,8 @@ void VulkanBackend::attn_mix(const vk::BufferPtr& p, const vk::BufferPtr& v, con
     const int64_t part_size = m.queries * m.heads * m.width;
     const vk::BufferPtr dst = splits > 1 ? scratch(splits * part_size) : out;
     const struct {
-        uint32_t i0, queries, heads, group, width, v_stride, keys, selected, split_keys, part_size, dst_first;
+        uint32_t i0, queries, heads, group, width, v_stride, keys, selected, split_keys, part_size, dst_first,
+            v_split;
     } push{uint32_t(m.i0),
            uint32_t(m.queries),
            uint32_t(m.heads),
@@ -106,8 +115,10 @@ void VulkanBackend::attn_mix(const vk::BufferPtr& p, const vk::BufferPtr& v, con
            m.selected ? 1u : 0u,
            uint32_t(split_keys),
            uint32_t(part_size),
-           splits > 1 ? 0u : uint32_t(m.dst_first)};
-    run("attn_mix", {}, {p, v, sel, dst}, push, splits * ceil_div(m.width, kTile), rows_y);
+           splits > 1 ? 0u : uint32_t(m.dst_first),
+           m.v_split};
+    run("attn_mix", {}, {p, v, sel, dst, m.v_tail ? m.v_tail : placeholder_}, push,
+        splits * ceil_div(m.width, kTile), rows_y);
     if (splits == 1) return;
     const struct {
         uint32_t count, n_parts, first;
@@ -157,8 +168,9 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
                             0,
                             0};
         run("attn_scores", {},
-            {buffer_of(q), placeholder_, buffer_of(cache.k), placeholder_, placeholder_, scores}, sp,
-            ceil_div(keys, kTile), row_groups(queries, s.n_heads, group, false));
+            {buffer_of(q), placeholder_, buffer_of(cache.k), placeholder_, placeholder_, scores,
+             placeholder_},
+            sp, ceil_div(keys, kTile), row_groups(queries, s.n_heads, group, false));
         softmax_rows(scores, rows, keys);
         attn_mix(scores, buffer_of(cache.v), placeholder_, buffer_of(out),
                  {i0, queries, s.n_heads, group, s.head_dim, kv_width, keys, false, i0});
@@ -240,7 +252,8 @@ void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const T
                             uint32_t(s.nope_dim),
                             uint32_t(i0),
                             uint32_t(s.rope_dim)};
-        run("attn_scores", {}, {q_abs, buffer_of(q), buffer_of(cache.k), buffer_of(cache.v), sel, scores}, sp,
+        run("attn_scores", {},
+            {q_abs, buffer_of(q), buffer_of(cache.k), buffer_of(cache.v), sel, scores, placeholder_}, sp,
             ceil_div(keys, kTile), row_groups(queries, s.n_heads, s.n_heads, selected));
         softmax_rows(scores, rows, keys);
         attn_mix(scores, buffer_of(cache.k), sel, mixed,
@@ -250,6 +263,79 @@ void VulkanBackend::mla_attention(const Tensor& q, const Tensor& latent, const T
         } op{uint32_t(i0), heads, uint32_t(s.nope_dim), uint32_t(s.v_dim), lora};
         run("mla_out", {format}, {w.data, w.scales, mixed, buffer_of(out)}, op,
             ceil_div(s.v_dim, kColumnThreads), rows);
+    }
+}
+
+void VulkanBackend::compressed_attention(const Tensor& q, const Tensor& kv, const Tensor& ring,
+                                         const Tensor& entries, const Tensor* selection, const Weight& sinks,
+                                         const CompressedAttentionShape& s, int64_t pos0, Tensor& out) {
+    fault_check(OpKind::compressed_attention);
+    compressed_attention_args_check(q, kv, ring, entries, selection, sinks, s, pos0, out);
+    for (const Tensor* t : {&q, &kv, &ring}) check_owner(*t, "compressed_attention");
+    if (s.ratio > 0) check_owner(entries, "compressed_attention entries");
+    if (selection) check_owner(*selection, "compressed_attention selection");
+    const int64_t n = q.rows(), hd = s.head_dim, heads = s.n_heads;
+    if (n == 0) return;
+    const uint64_t row_bytes = hd * sizeof(float);
+    // The raw keys the queries see, positions [first_raw, pos0 + n) in one buffer: the ring's rows before
+    // pos0 (at most two runs of it), then kv.
+    const int64_t first_raw = std::max<int64_t>(0, pos0 - (s.window - 1)), raw_rows = pos0 + n - first_raw;
+    const vk::BufferPtr raw = scratch(raw_rows * hd);
+    for (int64_t p = first_raw; p < pos0;) {
+        const int64_t at = p % ring.rows(), count = std::min(pos0 - p, ring.rows() - at);
+        if (p > first_raw) stream_.concurrent_next();  // each copy writes rows of its own
+        stream_.copy(buffer_of(ring), at * row_bytes, raw, (p - first_raw) * row_bytes, count * row_bytes);
+        p += count;
+    }
+    if (pos0 > first_raw) stream_.concurrent_next();
+    stream_.copy(buffer_of(kv), 0, raw, (pos0 - first_raw) * row_bytes, n * row_bytes);
+    // Each query's keys (compressed_keys.comp): window raw slots, then the entries' slots.
+    const int64_t entry_slots = s.ratio == 0 ? 0 : selection ? selection->cols() : (pos0 + n) / s.ratio;
+    const int64_t keys = s.window + entry_slots;
+    const int64_t entry_rows = s.ratio == 0 ? 0 : entries.rows();
+    check(raw_rows + entry_rows < kFloatExactInts,
+          "vulkan compressed_attention: {} raw keys and {} entries exceed the key ids a float holds",
+          raw_rows, entry_rows);
+    const vk::BufferPtr key_ids = scratch(n * keys);
+    const struct {
+        uint32_t n, pos0, window, ratio, first_raw, raw_rows, entry_slots, selected;
+    } kp{uint32_t(n),         uint32_t(pos0),     uint32_t(s.window),    uint32_t(s.ratio),
+         uint32_t(first_raw), uint32_t(raw_rows), uint32_t(entry_slots), selection ? 1u : 0u};
+    run("compressed_keys", {}, {selection ? buffer_of(*selection) : placeholder_, key_ids}, kp,
+        groups_for(n * keys, kKeysThreads));
+    // Scores over those keys (the entries from key raw_rows on), their softmax with the sinks, and the
+    // probability-weighted keys: one kv head that every query head shares (group = heads).
+    const vk::BufferPtr tail = s.ratio > 0 ? buffer_of(entries) : placeholder_;
+    const vk::BufferPtr& sink = resident(sinks, "compressed_attention").data;
+    const int64_t chunk = chunk_queries(n, heads, keys);
+    const vk::BufferPtr scores = scratch(chunk * heads * keys);
+    for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+        const int64_t queries = std::min(chunk, n - i0);
+        ScoresPush sp{uint32_t(i0),
+                      uint32_t(queries),
+                      uint32_t(heads),
+                      uint32_t(heads),
+                      uint32_t(keys),
+                      uint32_t(pos0),
+                      1,
+                      s.scale,
+                      uint32_t(hd),
+                      uint32_t(hd),
+                      0,
+                      uint32_t(i0),
+                      uint32_t(hd),
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0};
+        sp.k_split = uint32_t(raw_rows);
+        run("attn_scores", {}, {buffer_of(q), placeholder_, raw, placeholder_, key_ids, scores, tail}, sp,
+            ceil_div(keys, kTile), row_groups(queries, heads, heads, true));
+        softmax_rows(scores, queries * heads, keys, sink, heads);
+        attn_mix(scores, raw, key_ids, buffer_of(out),
+                 {i0, queries, heads, heads, hd, hd, keys, true, i0, tail, uint32_t(raw_rows)});
     }
 }
 

@@ -42,8 +42,8 @@ bool vulkan_supports(const OpDesc& d) {
             return true;
         case OpKind::compress_kv:  // one invocation per (window, channel), any ratio
             return true;
-        case OpKind::compressed_attention:  // DeepSeek-V4's compressed attention: no kernel yet
-            return false;
+        case OpKind::compressed_attention:  // attention's shaders over each query's keys
+            return true;
         case OpKind::count_:
             break;
     }

@@ -68,6 +68,9 @@ public:
     void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
     void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
     void copy_rows(Tensor& dst, const Tensor& src, int64_t row0) override;
+    void compressed_attention(const Tensor& q, const Tensor& kv, const Tensor& ring, const Tensor& entries,
+                              const Tensor* selection, const Weight& sinks, const CompressedAttentionShape& s,
+                              int64_t pos0, Tensor& out) override;
     void compress_kv(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
                      const Tensor& state_gate, const CompressShape& s, int64_t pos0, Tensor& out) override;
     void index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
@@ -128,8 +131,10 @@ private:
                      const Routing& r, const Tensor& x, Tensor& y);
     void moe_per_expert(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
                         const Tensor& x, Tensor& y);
-    // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0).
-    void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys);
+    // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0); with sinks ([heads]), row
+    // r's denominator also takes exp(sinks[r mod heads]).
+    void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys,
+                      const vk::BufferPtr& sinks = nullptr, int64_t heads = 1);
     // GQA attention of `queries` queries from i0 in splits of each row's keys, joined per row.
     void attention_split(const Tensor& q, const KvCache& cache, const AttentionShape& s, int64_t i0,
                          int64_t queries, int64_t pos0, Tensor& out);

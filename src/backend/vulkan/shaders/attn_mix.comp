@@ -1,7 +1,8 @@
 #version 450
 // Attention's probability-weighted sums, in tiles, for GQA and for MLA's latent mix:
 // out[i][h width + d] = sum_j p[row][j] v[key(j)][g width + d], row = (i - i0) heads + h, g = h / group the
-// kv head, key(j) = j or the selected position sel[i][j] (-1: none; its probability is 0).
+// kv head, key(j) = j or the selected position sel[i][j] (-1: none; its probability is 0); keys from v_split
+// on read v_tail (row key - v_split: compressed attention's entries after its raw keys).
 // Per kv head g a product [rows, keys] x [keys, width] (tile.glsl) over the (query, head) rows of the heads
 // that share g (of one query when the keys are selected): a workgroup takes kTile of those rows and kTile
 // columns, so that a cached row is read once per kTile rows. Long contexts split the keys into ranges of
@@ -20,6 +21,7 @@ layout(std430, binding = 0) readonly buffer P { float p[]; };          // [queri
 layout(std430, binding = 1) readonly buffer V { float v[]; };          // [ctx, v_stride]
 layout(std430, binding = 2) readonly buffer Sel { float sel[]; };      // [n, keys] when selected
 layout(std430, binding = 3) writeonly buffer Dst { float dst[]; };     // [splits, *, heads width]
+layout(std430, binding = 4) readonly buffer VTail { float v_tail[]; };  // [*, v_stride]: keys >= v_split
 layout(push_constant) uniform Push {
     uint i0;          // first query of the chunk
     uint queries;     // queries of the chunk
@@ -32,6 +34,7 @@ layout(push_constant) uniform Push {
     uint split_keys;  // keys of each split, a multiple of kDepth
     uint part_size;   // floats between the splits' parts
     uint dst_first;   // dst row of query i0 within a part
+    uint v_split;     // keys from here on read v_tail; kNoSplit: none
 } pc;
 
 void main() {
@@ -57,7 +60,13 @@ void main() {
             const uint j = j0 + k, d = d0 + vd;
             int key = -1;
             if (j < last) key = pc.selected != 0u ? int(sel[(pc.i0 + set) * pc.keys + j]) : int(j);
-            tile_b[k][vd] = key >= 0 && d < pc.width ? v[uint(key) * pc.v_stride + g * pc.width + d] : 0.0;
+            float value = 0.0;
+            if (key >= 0 && d < pc.width) {
+                const uint kk = uint(key);
+                value = kk >= pc.v_split ? v_tail[(kk - pc.v_split) * pc.v_stride + g * pc.width + d]
+                                         : v[kk * pc.v_stride + g * pc.width + d];
+            }
+            tile_b[k][vd] = value;
         }
         barrier();
         tile_step(t);

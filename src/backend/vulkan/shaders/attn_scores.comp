@@ -9,6 +9,8 @@
 //   GQA: q1 = q, k1 = the key cache at g's columns; no second part.
 //   MLA: one kv head for all heads; q1 = the absorbed q (chunk rows), k1 = the latent cache; q2 = q's rope
 //        part, k2 = the rope key cache.
+//   Compressed attention (DeepSeek-V4): one kv head; q1 = q, selected keys from two sources: k1 = the raw
+//        keys, and from key k_split on k_tail = the compressed entries (row key - k_split).
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -23,6 +25,7 @@ layout(std430, binding = 2) readonly buffer K1 { float k1[]; };        // [ctx, 
 layout(std430, binding = 3) readonly buffer K2 { float k2[]; };        // [ctx, k2_stride]
 layout(std430, binding = 4) readonly buffer Sel { float sel[]; };      // [n, keys] when selected
 layout(std430, binding = 5) writeonly buffer Scores { float scores[]; };  // [queries heads, keys]
+layout(std430, binding = 6) readonly buffer KTail { float k_tail[]; };  // [*, k1_stride]: keys >= k_split
 layout(push_constant) uniform Push {
     uint i0;         // first query of the chunk
     uint queries;    // queries of the chunk
@@ -43,6 +46,7 @@ layout(push_constant) uniform Push {
     uint q2_offset;
     uint q2_first;
     uint k2_stride;  // key `key` reads k2 from key k2_stride
+    uint k_split;    // keys from here on read k_tail, as k1 (no second part); kNoSplit: none
 } pc;
 
 shared int key_of[kTile];  // cached row of each key of the tile, -1: none
@@ -82,9 +86,14 @@ void main() {
                          ? q1[((qi + pc.q1_first) * pc.heads + h) * pc.q1_stride + pc.q1_offset + c]
                          : q2[((qi + pc.q2_first) * pc.heads + h) * pc.q2_stride + pc.q2_offset + c - pc.len1];
             const int key = key_of[r];
-            if (key >= 0 && c < depth)
-                kv = c < pc.len1 ? k1[uint(key) * pc.k1_stride + g * pc.k1_group + c]
-                                 : k2[uint(key) * pc.k2_stride + c - pc.len1];
+            if (key >= 0 && c < depth) {
+                const uint k = uint(key);
+                if (k >= pc.k_split)
+                    kv = k_tail[(k - pc.k_split) * pc.k1_stride + g * pc.k1_group + c];
+                else
+                    kv = c < pc.len1 ? k1[k * pc.k1_stride + g * pc.k1_group + c]
+                                     : k2[k * pc.k2_stride + c - pc.len1];
+            }
             tile_a[lc][r] = qv;
             tile_b[lc][r] = kv;
         }

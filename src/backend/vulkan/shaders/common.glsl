@@ -4,6 +4,8 @@
 const uint kMaxGroups = 65535u;
 #define kNegInf uintBitsToFloat(0xff800000u)
 #define kNan uintBitsToFloat(0x7fc00000u)
+// An index no key reaches: attn_scores' k_split and attn_mix's v_split when keys have one source.
+const uint kNoSplit = 0xffffffffu;
 
 // The index of this workgroup in a 2-D grid that flattens gx * gy groups.
 uint group_index() {
