@@ -19,7 +19,7 @@ constexpr std::array kDTypes = {
     DTypeInfo{DType::i16, "I16", 2},         DTypeInfo{DType::i8, "I8", 1},
     DTypeInfo{DType::u8, "U8", 1},           DTypeInfo{DType::u16, "U16", 2},
     DTypeInfo{DType::u32, "U32", 4},         DTypeInfo{DType::u64, "U64", 8},
-    DTypeInfo{DType::boolean, "BOOL", 1},
+    DTypeInfo{DType::boolean, "BOOL", 1},    DTypeInfo{DType::f8_e8m0, "F8_E8M0", 1},
 };
 const DTypeInfo& info(DType t) {
     return kDTypes[static_cast<size_t>(t)];

@@ -23,7 +23,8 @@ enum class DType : uint8_t {
     u16,
     u32,
     u64,
-    boolean
+    boolean,
+    f8_e8m0  // a power of two 2^(b - 127) per byte (OCP E8M0): the scales of MX and DeepSeek-V4 weights
 };
 
 // Bytes per element.

@@ -1,5 +1,7 @@
 #include "models/config.h"
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace coli {
@@ -35,6 +37,10 @@ double config_rope_theta(const nlohmann::json& cfg, double fallback) {
     if (params != cfg.end() && params->is_object())
         return config_get_or<double>(*params, "rope_theta", fallback);
     return config_get_or<double>(cfg, "rope_theta", fallback);
+}
+
+double yarn_mscale(double scale, double m) {
+    return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
 }
 
 template int config_get<int>(const nlohmann::json&, const std::string&);

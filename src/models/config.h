@@ -23,4 +23,7 @@ std::string config_list_item(const nlohmann::json& cfg, const std::string& key, 
 // RoPE theta from either `rope_parameters.rope_theta` (transformers v5) or `rope_theta` (hub configs).
 double config_rope_theta(const nlohmann::json& cfg, double fallback);
 
+// YaRN's magnitude correction: 1 for scale <= 1, else 0.1 m ln(scale) + 1 (docs/models.md 2.3).
+double yarn_mscale(double scale, double m);
+
 }  // namespace coli

@@ -7,14 +7,6 @@
 #include "models/config.h"
 
 namespace coli {
-namespace {
-
-// YaRN's magnitude correction: 1 for scale <= 1, else 0.1 m ln(scale) + 1 (docs/models.md 2.3).
-double yarn_mscale(double scale, double m) {
-    return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
-}
-
-}  // namespace
 
 DeepseekConfig::DeepseekConfig(const nlohmann::json& c) {
     vocab = config_get<int64_t>(c, "vocab_size");

@@ -10,16 +10,6 @@
 
 namespace coli {
 
-namespace {
-
-// The name of the scales tensor that goes with a stored weight of this name.
-std::string scales_name_of(const std::string& weight_name) {
-    return weight_name.ends_with(kPackedSuffix) ? packed_scale_name_of(weight_name)
-                                                : scale_name_of(weight_name);
-}
-
-}  // namespace
-
 std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std::string& prefix,
                                                const SwigluNames& names) {
     std::vector<std::string> tensors;
@@ -32,7 +22,9 @@ std::vector<std::string> swiglu_expert_tensors(const Checkpoint& ckpt, const std
             continue;
         }
         tensors.push_back(plain);
-        if (ckpt.find(scale_name_of(plain)) != nullptr) tensors.push_back(scale_name_of(plain));
+        const TensorInfo* t = ckpt.find(plain);
+        if (const TensorInfo* scales = t ? scales_tensor_of(ckpt, *t) : nullptr)
+            tensors.push_back(scales->name);
     }
     return tensors;
 }
@@ -41,7 +33,7 @@ ExpertWeights swiglu_expert_weights(const ExpertHandle& e) {
     std::vector<Weight> weights;
     for (size_t i = 0; i < e.part_count(); ++i) {
         const TensorInfo& t = e.part_info(i);
-        const bool scaled = i + 1 < e.part_count() && e.part_info(i + 1).name == scales_name_of(t.name);
+        const bool scaled = i + 1 < e.part_count() && is_scales_name_of(e.part_info(i + 1).name, t.name);
         weights.push_back(scaled ? weight_view_of(t, e.part(i), &e.part_info(i + 1), e.part(i + 1))
                                  : weight_view_of(t, e.part(i)));
         weights.back().host.nan_free = e.part_nan_free(i);  // fp8: the CPU matmul leaves out its NaN fix

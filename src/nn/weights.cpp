@@ -25,21 +25,26 @@ Format format_of_dtype(const TensorInfo& t) {
 
 namespace {
 
-// compressed-tensors MXFP4 (docs/models.md 9.3): codes U8 [out, in/2], e8m0 scales U8 [out, in/32], in place.
+bool is_e8m0(DType d) {
+    return d == DType::f8_e8m0 || d == DType::u8;  // U8: a writer without an E8M0 dtype
+}
+
+// MXFP4 (docs/models.md 9.3, 9.6): codes U8 (compressed-tensors) or I8 (DeepSeek-V4) [out, in/2], e8m0
+// scales [out, in/32], in place.
 Weight mxfp4_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale,
                      std::span<const uint8_t> scale_bytes) {
-    check(scale != nullptr, "tensor {} is U8 without its MXFP4 e8m0 scales (<w>{})", t.name,
-          kPackedScaleSuffix);
-    check(t.shape.size() == 2, "{}: packed MXFP4 codes should be U8 [out, in/2], not [{}]", t.name,
-          fmt::join(t.shape, "x"));
+    check(scale != nullptr, "tensor {} is {} without its MXFP4 e8m0 scales (<w>{} or <w>.scale)", t.name,
+          dtype_name(t.dtype), kPackedScaleSuffix);
+    check(t.shape.size() == 2, "{}: packed MXFP4 codes should be {} [out, in/2], not [{}]", t.name,
+          dtype_name(t.dtype), fmt::join(t.shape, "x"));
     const int64_t rows = t.shape[0], cols = 2 * t.shape[1];  // two codes per byte
     check(cols % kMxBlock == 0,
           "{}: U8 [{}, {}] holds {} inputs per row, not a multiple of the MXFP4 block {}", t.name, rows,
           t.shape[1], cols, kMxBlock);
     const std::vector<int64_t> want = {rows, cols / kMxBlock};
-    check(scale->dtype == DType::u8 && scale->shape == want,
-          "{}: scales {} [{}], expected U8 [{}, {}] (one e8m0 per {} inputs of {}, whose U8 [{}, {}] codes "
-          "hold {} inputs per row)",
+    check(is_e8m0(scale->dtype) && scale->shape == want,
+          "{}: scales {} [{}], expected F8_E8M0 or U8 [{}, {}] (one e8m0 per {} inputs of {}, whose [{}, {}] "
+          "codes hold {} inputs per row)",
           scale->name, dtype_name(scale->dtype), fmt::join(scale->shape, "x"), want[0], want[1], kMxBlock,
           t.name, rows, t.shape[1], cols);
     Weight w;
@@ -52,7 +57,7 @@ Weight mxfp4_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const 
 Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale,
                       std::span<const uint8_t> scale_bytes) {
     check(!t.shape.empty(), "tensor {} is a scalar, expected a matrix or vector", t.name);
-    if (t.dtype == DType::u8) return mxfp4_view_of(t, bytes, scale, scale_bytes);
+    if (t.dtype == DType::u8 || t.dtype == DType::i8) return mxfp4_view_of(t, bytes, scale, scale_bytes);
     int64_t cols = 1;
     for (size_t i = 1; i < t.shape.size(); ++i) cols *= t.shape[i];
     Weight w;
@@ -62,10 +67,18 @@ Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const
         const int64_t rows = t.shape[0];
         const std::vector<int64_t> want = {(rows + kFp8Block - 1) / kFp8Block,
                                            (cols + kFp8Block - 1) / kFp8Block};
-        check(scale->dtype == DType::f32 && scale->shape == want,
-              "{}: scales {} {}, expected F32 [{}, {}] (one per {} x {} block)", scale->name,
+        check((scale->dtype == DType::f32 || is_e8m0(scale->dtype)) && scale->shape == want,
+              "{}: scales {} {}, expected F32, F8_E8M0 or U8 [{}, {}] (one per {} x {} block)", scale->name,
               dtype_name(scale->dtype), fmt::join(scale->shape, "x"), want[0], want[1], kFp8Block, kFp8Block);
-        w.host = WeightView{Format::fp8_e4m3_block, rows, cols, bytes.data(), scale_bytes.data()};
+        const void* scales = scale_bytes.data();
+        if (scale->dtype != DType::f32) {
+            // E8M0 powers of two as the f32 block scales the format keeps: a few bytes per 16 K weights.
+            auto decoded = std::make_shared<std::vector<float>>(scale_bytes.size());
+            for (size_t i = 0; i < scale_bytes.size(); ++i) (*decoded)[i] = e8m0_to_f32(scale_bytes[i]);
+            scales = decoded->data();
+            w.owned = decoded;
+        }
+        w.host = WeightView{Format::fp8_e4m3_block, rows, cols, bytes.data(), scales};
         return w;
     }
     check(scale == nullptr,
@@ -78,6 +91,24 @@ Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const
 
 std::string scale_name_of(const std::string& weight_name) {
     return weight_name + "_scale_inv";
+}
+
+std::string dot_scale_name_of(const std::string& weight_name) {
+    constexpr std::string_view kWeight = ".weight";
+    if (!weight_name.ends_with(kWeight)) return {};
+    return weight_name.substr(0, weight_name.size() - kWeight.size()) + ".scale";
+}
+
+const TensorInfo* scales_tensor_of(const Checkpoint& ckpt, const TensorInfo& weight) {
+    if (weight.dtype != DType::f8_e4m3 && weight.dtype != DType::i8) return nullptr;
+    if (const TensorInfo* t = ckpt.find(scale_name_of(weight.name))) return t;
+    const std::string dot = dot_scale_name_of(weight.name);
+    return dot.empty() ? nullptr : ckpt.find(dot);
+}
+
+bool is_scales_name_of(const std::string& scale, const std::string& weight) {
+    if (weight.ends_with(kPackedSuffix)) return scale == packed_scale_name_of(weight);
+    return scale == scale_name_of(weight) || (!scale.empty() && scale == dot_scale_name_of(weight));
 }
 
 std::string packed_scale_name_of(const std::string& packed_name) {
@@ -126,7 +157,7 @@ std::span<const uint8_t> WeightLoader::stored(const TensorInfo& t) {
 
 Weight WeightLoader::matrix(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
-    const TensorInfo* scale = t.dtype == DType::f8_e4m3 ? ckpt_.find(scale_name_of(name)) : nullptr;
+    const TensorInfo* scale = scales_tensor_of(ckpt_, t);
     const std::span<const uint8_t> codes = stored(t);
     Weight w = weight_view_of(t, codes, scale, scale ? stored(*scale) : std::span<const uint8_t>{});
     // Checked once here, so that the CPU matmul of a resident fp8 weight skips its NaN fix.

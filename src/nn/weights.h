@@ -18,15 +18,27 @@ namespace coli {
 Format format_of_dtype(const TensorInfo& t);
 
 // A host view of a stored tensor's bytes, in place, as [rows, cols] = shape[0], product(rest). Quantized
-// weights come with their scales tensor (docs/models.md 9.4, 9.3):
-//   F8_E4M3 [out, in] + F32 `<name>_scale_inv` [ceil(out/128), ceil(in/128)]  -> fp8_e4m3_block
+// weights come with their scales tensor (docs/models.md 9.4, 9.3, 9.6):
+//   F8_E4M3 [out, in] + F32 `<name>_scale_inv` or `<w>.scale` [ceil(out/128), ceil(in/128)]
+//       -> fp8_e4m3_block; E8M0 block scales (F8_E8M0 or U8, DeepSeek-V4) are decoded to f32 into memory
+//       the weight owns (exact: powers of two), the codes stay in place
 //   U8 `<w>.weight_packed` [out, in/2] + U8 `<w>.weight_scale` [out, in/32]  -> mxfp4 (compressed-tensors
 //   mxfp4-pack-quantized: element 2j in the low nibble, e8m0 scale per 32 inputs)
+//   I8 `<w>.weight` [out, in/2] + F8_E8M0 or U8 `<w>.scale` [out, in/32]  -> mxfp4 (DeepSeek-V4's routed
+//   experts: the same codes and scales)
 // A scales tensor of the wrong dtype or shape is a coli::Error naming it.
 Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale = nullptr,
                       std::span<const uint8_t> scale_bytes = {});
 // "...weight" -> "...weight_scale_inv": where block-FP8 checkpoints keep a weight's scales.
 std::string scale_name_of(const std::string& weight_name);
+// "<w>.weight" -> "<w>.scale": where DeepSeek-V4 keeps a weight's scales (FP8 blocks, MXFP4); "" for a
+// name that does not end in ".weight".
+std::string dot_scale_name_of(const std::string& weight_name);
+// The scales tensor of a stored F8_E4M3 or I8 weight (`_scale_inv` first, then `.scale`); nullptr for
+// other dtypes or when the checkpoint has none.
+const TensorInfo* scales_tensor_of(const Checkpoint& ckpt, const TensorInfo& weight);
+// Whether `scale` names the scales of `weight` in one of the spellings above.
+bool is_scales_name_of(const std::string& scale, const std::string& weight);
 
 // compressed-tensors names of an MXFP4 weight: "<w>.weight_packed" holds the codes, "<w>.weight_scale"
 // the scales.

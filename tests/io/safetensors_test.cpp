@@ -13,9 +13,10 @@ namespace {
 using test::raw_safetensors;
 using test::TempDir;
 
-constexpr DType kAllDTypes[] = {DType::f64,     DType::f32, DType::f16, DType::bf16, DType::f8_e4m3,
-                                DType::f8_e5m2, DType::i64, DType::i32, DType::i16,  DType::i8,
-                                DType::u8,      DType::u16, DType::u32, DType::u64,  DType::boolean};
+constexpr DType kAllDTypes[] = {DType::f64,     DType::f32,     DType::f16,     DType::bf16,
+                                DType::f8_e4m3, DType::f8_e5m2, DType::i64,     DType::i32,
+                                DType::i16,     DType::i8,      DType::u8,      DType::u16,
+                                DType::u32,     DType::u64,     DType::boolean, DType::f8_e8m0};
 
 // Parses a header held in memory, as the fuzzer does.
 SafetensorsHeader parse(std::string_view file) {

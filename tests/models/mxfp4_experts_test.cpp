@@ -95,7 +95,7 @@ TEST(Mxfp4Weights, MismatchedPairsAreErrorsNamingTheTensor) {
     const TensorInfo w = info("p.weight_packed", DType::u8, {4, 32});  // 64 inputs: 2 scales per row
     const TensorInfo narrow = info("p.weight_scale", DType::u8, {4, 1});
     EXPECT_COLI_ERROR(weight_view_of(w, bytes, &narrow, bytes),
-                      "p.weight_scale: scales U8 [4x1], expected U8 [4, 2]");
+                      "p.weight_scale: scales U8 [4x1], expected F8_E8M0 or U8 [4, 2]");
     const TensorInfo odd = info("q.weight_packed", DType::u8, {4, 17});  // 34 inputs: not whole blocks
     const TensorInfo odd_scale = info("q.weight_scale", DType::u8, {4, 1});
     EXPECT_COLI_ERROR(weight_view_of(odd, bytes, &odd_scale, bytes),
@@ -201,6 +201,36 @@ TEST_F(Mxfp4Experts, StoreHandlesViewTheReadBytesAsMxfp4) {
         expect_decodes_to(w.up, up_[e], fmt::format("expert {} w3", e));
         expect_decodes_to(w.down, down_[e], fmt::format("expert {} w2", e));
     }
+}
+
+// DeepSeek-V4's routed experts (docs/models.md 9.6): `<w>.weight` I8 [out, in/2] with `<w>.scale` F8_E8M0
+// [out, in/32], the same codes and scales, under the original names, read through the store in place.
+TEST(Mxfp4Weights, DeepseekV4ExpertsAreI8WithE8m0Scales) {
+    std::mt19937 rng(5);
+    const PackedMatrix gate(32, 64, rng), up(32, 64, rng), down(64, 32, rng);
+    const std::string p = "layers.0.ffn.experts.0.";
+    std::vector<TensorWrite> writes;
+    for (const auto& [proj, m] : {std::pair{"w1", &gate}, {"w3", &up}, {"w2", &down}}) {
+        writes.push_back({p + proj + ".weight", DType::i8, {m->rows, m->cols / 2}, m->packed.data()});
+        writes.push_back({p + proj + ".scale", DType::f8_e8m0, {m->rows, m->cols / kBlock}, m->scale.data()});
+    }
+    test::TempDir dir("v4-experts");
+    safetensors_write(dir / "model.safetensors", writes);
+    test::write_bytes(dir / "config.json", nlohmann::json{{"model_type", "deepseek_v4"}}.dump());
+    const auto ckpt = Checkpoint::open(dir.path());
+    EXPECT_EQ(swiglu_expert_tensors(*ckpt, p, kKimiExpertNames),
+              (std::vector<std::string>{p + "w1.weight", p + "w1.scale", p + "w3.weight", p + "w3.scale",
+                                        p + "w2.weight", p + "w2.scale"}));
+    const ExpertLayout layout{1, 1, 1,
+                              [&](int, int) { return swiglu_expert_tensors(*ckpt, p, kKimiExpertNames); }};
+    ExpertStore store(*ckpt, layout, StoreOptions{});
+    const std::vector<int> one = {0};
+    const std::vector<ExpertHandle> handles = store.fetch(0, one);
+    const ExpertWeights w = swiglu_expert_weights(handles[0]);
+    EXPECT_EQ(w.gate.host.data, handles[0].part(0).data()) << "viewed in the read buffer";
+    expect_decodes_to(w.gate, gate, "w1");
+    expect_decodes_to(w.up, up, "w3");
+    expect_decodes_to(w.down, down, "w2");
 }
 
 }  // namespace
