@@ -26,8 +26,9 @@ void info(const EngineOptions& opts) {
                bytes_human(m.expert_count ? m.expert_bytes / m.expert_count : 0));
     fmt::print("kv cache:     {} per token, {} for the context of {}\n", bytes_human(m.kv_bytes_per_token),
                bytes_human(m.kv_bytes_per_token * m.max_ctx), m.max_ctx);
+    if (!m.kv_detail.empty()) fmt::print("kv layout:    {}\n", m.kv_detail);
     if (m.state_bytes > 0)
-        fmt::print("state:        {} per session (recurrent layers, whatever the context)\n",
+        fmt::print("state:        {} per session (recurrent layers, sliding windows: whatever the context)\n",
                    bytes_human(m.state_bytes));
     const uint64_t budget = static_cast<uint64_t>(opts.ram_gb * kBytesPerGB);
     // What the machine's RAM holds for the cache once the resident weights and the expert budget are in.

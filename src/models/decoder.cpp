@@ -23,10 +23,10 @@ void Decoder::load_weights(const Checkpoint& ckpt, const LoadOptions& opts, cons
     max_ctx_ = opts.max_ctx > 0 ? opts.max_ctx : spec.max_ctx;
     rms_eps_ = spec.rms_eps;
     WeightLoader load(ckpt, ops_, opts.dense_bits);
-    embed_ = load.table(spec.prefix + "model.embed_tokens.weight");
+    embed_ = load.table(spec.prefix + spec.embed_name);
     load_layers(load);
-    final_norm_ = load.vector(spec.prefix + "model.norm.weight");
-    lm_head_ = load.matrix(spec.prefix + "lm_head.weight");
+    final_norm_ = load.vector(spec.prefix + spec.norm_name);
+    lm_head_ = load.matrix(spec.prefix + spec.head_name);
     load.finish();
 
     const ExpertLayout layout{spec.n_layers, spec.n_experts, spec.top_k, std::move(expert_tensors)};
@@ -46,7 +46,7 @@ Tensor Decoder::forward(std::span<const int32_t> ids, ModelState& state, bool al
     check(state.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", state.n_past,
           n, max_ctx_);
     Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
-    h = layers_forward(h, state);            // [n, d_model]
+    h = layers_forward(h, ids, state);       // [n, d_model]
     if (!all_logits) h = row_last(ops_, h);  // [1, d_model]
     Tensor x = ops_.rms_norm(h, final_norm_, rms_eps_);
     state.n_past += n;

@@ -28,6 +28,11 @@ struct DecoderSpec {
     int top_k;            // routed experts per token
     DType dense;          // the dense weights' stored dtype, for the summary
     std::string experts;  // the routed experts' format, for the summary ("F8_E4M3", "none")
+    // The embedding, final norm and lm_head tensors' names after the prefix (transformers' by default;
+    // DeepSeek-V4's original checkpoints say embed.weight, norm.weight, head.weight).
+    std::string embed_name = "model.embed_tokens.weight";
+    std::string norm_name = "model.norm.weight";
+    std::string head_name = "lm_head.weight";
 };
 
 class Decoder : public Model {
@@ -44,8 +49,9 @@ protected:
     explicit Decoder(Ops& ops) : ops_(ops) {}
 
     // The family's decoder layers at positions state.n_past ... (state.n_past is advanced by forward
-    // after them).                                                      h: [n, d_model] -> [n, d_model]
-    virtual Tensor layers_forward(Tensor h, ModelState& state) = 0;
+    // after them). ids are the tokens of h's rows (DeepSeek-V4's hash routing reads them).
+    //                                                                   h: [n, d_model] -> [n, d_model]
+    virtual Tensor layers_forward(Tensor h, std::span<const int32_t> ids, ModelState& state) = 0;
 
     // Loads the weights in checkpoint order (the embedding; then load_layers, which loads the family's
     // layers; then the final norm and lm_head), opens the expert store over the routed experts that

@@ -114,7 +114,7 @@ private:
         return w;
     }
 
-    Tensor layers_forward(Tensor h, ModelState& state) override {
+    Tensor layers_forward(Tensor h, std::span<const int32_t>, ModelState& state) override {
         auto& s = static_cast<DeepseekState&>(state);
         Tensor selection;  // DSA: the last full layer's top-k key positions [n, top_k]
         for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s, selection);

@@ -182,7 +182,7 @@ private:
         return w;
     }
 
-    Tensor layers_forward(Tensor h, ModelState& state) override {
+    Tensor layers_forward(Tensor h, std::span<const int32_t>, ModelState& state) override {
         auto& s = static_cast<KimiState&>(state);
         return cfg_.attn_res_block > 0 ? attn_res_forward(h, s) : residual_forward(h, s);
     }

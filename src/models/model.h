@@ -31,6 +31,7 @@ struct ModelSummary {
     std::string formats;              // stored dtypes of dense and expert weights
     uint64_t kv_bytes_per_token = 0;  // cache bytes each token of context costs
     uint64_t state_bytes = 0;         // fixed per-session state whatever the context (recurrent layers)
+    std::string kv_detail;            // how the cache grows, where it is not one row per token (DeepSeek-V4)
     int64_t vocab = 0;
     int64_t max_ctx = 0;
 };

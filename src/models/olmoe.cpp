@@ -112,7 +112,7 @@ private:
         };
     }
 
-    Tensor layers_forward(Tensor h, ModelState& state) override {
+    Tensor layers_forward(Tensor h, std::span<const int32_t>, ModelState& state) override {
         auto& s = static_cast<OlmoeState&>(state);
         for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
         return h;

@@ -14,6 +14,8 @@ std::unique_ptr<Model> deepseek_v3_load(const Checkpoint& ckpt, Ops& ops, const 
 std::vector<OpUse> deepseek_v3_ops();
 std::vector<OpUse> deepseek_v32_ops();
 std::vector<OpUse> glm_moe_dsa_ops();
+std::unique_ptr<Model> deepseek_v4_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
+std::vector<OpUse> deepseek_v4_ops();
 // kimi_linear and kimi_k3.
 std::unique_ptr<Model> kimi_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
 std::vector<OpUse> kimi_linear_ops();

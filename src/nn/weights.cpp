@@ -1,5 +1,6 @@
 #include "nn/weights.h"
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -191,6 +192,25 @@ Weight WeightLoader::vector(const std::string& name) {
 std::vector<float> WeightLoader::floats(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
     return weight_to_f32(weight_view_of(t, stored(t)).host);
+}
+
+std::vector<int64_t> WeightLoader::integers(const std::string& name) {
+    const TensorInfo& t = ckpt_.get(name);
+    check(t.dtype == DType::i64 || t.dtype == DType::i32, "tensor {} has dtype {}, expected I64 or I32", name,
+          dtype_name(t.dtype));
+    const std::span<const uint8_t> bytes = stored(t);
+    std::vector<int64_t> out(bytes.size() / dtype_size(t.dtype));
+    for (size_t i = 0; i < out.size(); ++i) {
+        if (t.dtype == DType::i64) {
+            std::memcpy(&out[i], bytes.data() + i * sizeof(int64_t), sizeof(int64_t));
+        } else {
+            int32_t v;
+            std::memcpy(&v, bytes.data() + i * sizeof(int32_t), sizeof(int32_t));
+            out[i] = v;
+        }
+    }
+    bytes_held_ += t.nbytes;
+    return out;
 }
 
 Weight WeightLoader::f32(std::vector<float> values, int64_t rows, int64_t cols) {

@@ -62,6 +62,10 @@ public:
     std::vector<float> floats(const std::string& name);
     // An f32 weight [rows, cols] holding values (rows * cols of them), uploaded to the backend.
     Weight f32(std::vector<float> values, int64_t rows, int64_t cols);
+    // An integer tensor's values (I64 or I32, any shape): tables such as DeepSeek-V4's tid2eid.
+    std::vector<int64_t> integers(const std::string& name);
+    // A tensor's dtype and shape (throws coli::Error naming a missing one).
+    const TensorInfo& info(const std::string& name) const { return ckpt_.get(name); }
 
     uint64_t bytes_stored() const { return bytes_stored_; }  // checkpoint bytes of what was loaded
     uint64_t bytes_held() const { return bytes_held_; }      // bytes as held (after quantization)

@@ -1,0 +1,540 @@
+// DeepSeek-V4 (deepseek_v4, docs/models.md 8): a decoder whose residual is hc_mult parallel streams mixed by
+// hyper-connections (8.7); attention with one shared K=V head, a sliding window, attention sinks and, in CSA /
+// HCA layers, compressed entries pooled from windows of past positions (8.2, 8.4), CSA choosing its entries
+// with a lightning indexer (8.5); a sqrt(softplus)-scored MoE whose first layers route by a token hash table,
+// with clamped SwiGLU experts and one shared expert (8.6). Both checkpoint layouts load: transformers'
+// names (fp32 / bf16) and the original release's (block FP8 with E8M0 scales, MXFP4 routed experts),
+// docs/models.md 8.9. The cache per layer is the sliding ring, the compressed entries (and indexer keys) and
+// the compressors' last raw rows (8.8).
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "models/config.h"
+#include "models/decoder.h"
+#include "models/deepseek_v4_config.h"
+#include "models/registry.h"
+#include "nn/moe.h"
+
+namespace coli {
+namespace {
+
+using Attn = DeepseekV4Config::Attn;
+
+// A tensor's name in both layouts (docs/models.md 8.9): transformers' under model.layers.L., the original
+// release's under layers.L.
+struct LayerName {
+    const char* hf;
+    const char* orig;
+};
+constexpr LayerName kAttnNorm{"input_layernorm.weight", "attn_norm.weight"};
+constexpr LayerName kFfnNorm{"post_attention_layernorm.weight", "ffn_norm.weight"};
+constexpr LayerName kHcAttnFn{"attn_hc.fn", "hc_attn_fn"}, kHcAttnBase{"attn_hc.base", "hc_attn_base"},
+    kHcAttnScale{"attn_hc.scale", "hc_attn_scale"};
+constexpr LayerName kHcFfnFn{"ffn_hc.fn", "hc_ffn_fn"}, kHcFfnBase{"ffn_hc.base", "hc_ffn_base"},
+    kHcFfnScale{"ffn_hc.scale", "hc_ffn_scale"};
+constexpr LayerName kWqA{"self_attn.q_a_proj.weight", "attn.wq_a.weight"};
+constexpr LayerName kQNorm{"self_attn.q_a_norm.weight", "attn.q_norm.weight"};
+constexpr LayerName kWqB{"self_attn.q_b_proj.weight", "attn.wq_b.weight"};
+constexpr LayerName kWkv{"self_attn.kv_proj.weight", "attn.wkv.weight"};
+constexpr LayerName kKvNorm{"self_attn.kv_norm.weight", "attn.kv_norm.weight"};
+constexpr LayerName kSinks{"self_attn.sinks", "attn.attn_sink"};
+constexpr LayerName kWoA{"self_attn.o_a_proj.weight", "attn.wo_a.weight"};
+constexpr LayerName kWoB{"self_attn.o_b_proj.weight", "attn.wo_b.weight"};
+// The compressors: the attention's, and the CSA indexer's own.
+struct CompressorNames {
+    LayerName wkv, wgate, ape, norm;
+};
+constexpr CompressorNames kCompressor{{"self_attn.compressor.kv_proj.weight", "attn.compressor.wkv.weight"},
+                                      {"self_attn.compressor.gate_proj.weight", "attn.compressor.wgate.weight"},
+                                      {"self_attn.compressor.position_bias", "attn.compressor.ape"},
+                                      {"self_attn.compressor.kv_norm.weight", "attn.compressor.norm.weight"}};
+constexpr CompressorNames kIndexCompressor{
+    {"self_attn.compressor.indexer.kv_proj.weight", "attn.indexer.compressor.wkv.weight"},
+    {"self_attn.compressor.indexer.gate_proj.weight", "attn.indexer.compressor.wgate.weight"},
+    {"self_attn.compressor.indexer.position_bias", "attn.indexer.compressor.ape"},
+    {"self_attn.compressor.indexer.kv_norm.weight", "attn.indexer.compressor.norm.weight"}};
+constexpr LayerName kIndexWq{"self_attn.compressor.indexer.q_b_proj.weight", "attn.indexer.wq_b.weight"};
+constexpr LayerName kIndexWeights{"self_attn.compressor.indexer.scorer.weights_proj.weight",
+                                  "attn.indexer.weights_proj.weight"};
+constexpr LayerName kRouter{"mlp.gate.weight", "ffn.gate.weight"};
+constexpr LayerName kRouterBias{"mlp.gate.e_score_correction_bias", "ffn.gate.bias"};
+constexpr LayerName kTid2eid{"mlp.gate.tid2eid", "ffn.gate.tid2eid"};
+constexpr LayerName kShared{"mlp.shared_experts.", "ffn.shared_experts."};
+constexpr LayerName kExperts{"mlp.experts.", "ffn.experts."};
+// The original layout names every MLP's projections w1 (gate), w3 (up), w2 (down).
+const SwigluNames kOrigExpertNames{"w1", "w3", "w2"};
+
+// Hyper-connection weights (docs/models.md 8.7): fn [(2+S)S, S D], base [1, (2+S)S], scale [1, 3]; the head's
+// fn [S, S D], base [1, S], scale [1, 1].
+struct HcWeights {
+    Weight fn, base, scale;
+};
+
+// A compressor (docs/models.md 8.4): wkv, wgate [series hd, D], ape [ratio, series hd] f32, norm [1, hd].
+struct CompressorWeights {
+    Weight wkv, wgate, ape, norm;
+};
+
+struct V4LayerWeights {
+    HcWeights hc_attn, hc_ffn;
+    Weight attn_norm, ffn_norm;
+    Weight wq_a, q_norm, wq_b;          // [q_lora, D], [1, q_lora], [H hd, q_lora]
+    Weight wkv, kv_norm;                // [hd, D], [1, hd]
+    Weight sinks;                       // [1, H] f32
+    Weight wo_a, wo_b;                  // [g o_lora, H hd / g], [D, g o_lora]
+    CompressorWeights compressor;       // CSA and HCA layers
+    CompressorWeights index_compressor;  // CSA: the indexer's keys
+    Weight index_wq, index_weights;     // CSA: [nI dI, q_lora], [nI, D]
+    Weight router, router_bias;         // [E, D], [1, E] (hash layers: no bias)
+    std::vector<int32_t> tid2eid;       // hash layers: [vocab, top_k]
+    ExpertWeights shared;               // the shared expert (clamped SwiGLU)
+};
+
+// The cache of one layer (docs/models.md 8.8). Rows of the ring and the compressor states are positions
+// modulo their row count; entries and keys are indexed by window.
+struct V4LayerCache {
+    Tensor ring;                      // [max(window - 1, 1), hd]: kv of the last positions
+    Tensor entries;                   // [ctx / ratio, hd]: compressed entries (empty: sliding layer)
+    Tensor state_kv, state_gate;      // [series ratio, series hd]: the compressor's raw rows
+    Tensor index_keys;                // CSA: [ctx / ratio, dI]
+    Tensor index_kv, index_gate;      // CSA: [2 ratio, 2 dI]: the indexer compressor's raw rows
+};
+
+class V4State final : public ModelState {
+public:
+    std::vector<V4LayerCache> layers;
+};
+
+class DeepseekV4 final : public Decoder {
+public:
+    DeepseekV4(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts)
+        : Decoder(ops), cfg_(ckpt.config()), orig_(ckpt.find("embed.weight") != nullptr) {
+        const auto load_layers = [this](WeightLoader& load) {
+            ones_streams_ = load.f32(std::vector<float>(size_t(cfg_.hc_mult * cfg_.d_model), 1.0f), 1,
+                                     cfg_.hc_mult * cfg_.d_model);
+            ones_head_ = load.f32(std::vector<float>(size_t(cfg_.head_dim), 1.0f), 1, cfg_.head_dim);
+            for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
+            hc_head_ = {f32_matrix(load, global("model.hc_head.hc_fn", "hc_head_fn")),
+                        load.vector(global("model.hc_head.hc_base", "hc_head_base")),
+                        load.vector(global("model.hc_head.hc_scale", "hc_head_scale"))};
+            check(hc_head_.fn.rows() == cfg_.hc_mult && hc_head_.fn.cols() == cfg_.hc_mult * cfg_.d_model,
+                  "deepseek_v4: the head's hyper-connection fn is [{}, {}], expected [{}, {}]", hc_head_.fn.rows(),
+                  hc_head_.fn.cols(), cfg_.hc_mult, cfg_.hc_mult * cfg_.d_model);
+        };
+        const auto expert_tensors = [this, &ckpt](int layer, int e) {
+            return swiglu_expert_tensors(ckpt, expert_prefix(layer, e), orig_ ? kOrigExpertNames : SwigluNames{});
+        };
+        const TensorInfo* first_gate = ckpt.find(swiglu_expert_tensors(ckpt, expert_prefix(0, 0),
+                                                                       orig_ ? kOrigExpertNames : SwigluNames{})[0]);
+        const DecoderSpec spec{.family = cfg_.family,
+                               .n_layers = cfg_.n_layers,
+                               .vocab = cfg_.vocab,
+                               .rms_eps = cfg_.rms_eps,
+                               .max_ctx = cfg_.max_ctx,
+                               .n_experts = cfg_.n_experts,
+                               .top_k = cfg_.top_k,
+                               .dense = ckpt.get(layer_name(0, kWqA)).dtype,
+                               .experts = first_gate ? std::string(dtype_name(first_gate->dtype)) : "missing",
+                               .embed_name = orig_ ? "embed.weight" : "model.embed_tokens.weight",
+                               .norm_name = orig_ ? "norm.weight" : "model.norm.weight",
+                               .head_name = orig_ ? "head.weight" : "lm_head.weight"};
+        load_weights(ckpt, opts, spec, load_layers, expert_tensors);
+        summarize(ckpt);
+    }
+
+    std::unique_ptr<ModelState> state_new() override {
+        auto s = std::make_unique<V4State>();
+        const int hd = cfg_.head_dim;
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            V4LayerCache c;
+            c.ring = ops_.tensor(ring_rows(), hd);
+            if (cfg_.compressed(l)) {
+                const int r = cfg_.ratio[l], series = cfg_.series(l);
+                c.entries = ops_.tensor(entry_rows(l), hd);
+                c.state_kv = ops_.tensor(int64_t(series) * r, int64_t(series) * hd);
+                c.state_gate = ops_.tensor(int64_t(series) * r, int64_t(series) * hd);
+                if (cfg_.attn[l] == Attn::csa) {
+                    c.index_keys = ops_.tensor(entry_rows(l), cfg_.index_dim);
+                    c.index_kv = ops_.tensor(2 * int64_t(r), 2 * int64_t(cfg_.index_dim));
+                    c.index_gate = ops_.tensor(2 * int64_t(r), 2 * int64_t(cfg_.index_dim));
+                }
+            }
+            s->layers.push_back(std::move(c));
+        }
+        return s;
+    }
+
+private:
+    // The ring keeps the window's earlier positions: window - 1 rows (at least one, so it is a tensor).
+    int64_t ring_rows() const { return std::max(cfg_.window - 1, 1); }
+    // Compressed entries a layer can close within the context.
+    int64_t entry_rows(int l) const { return std::max<int64_t>(max_ctx() / cfg_.ratio[l], 1); }
+
+    std::string layer_name(int l, LayerName n) const {
+        return orig_ ? fmt::format("layers.{}.{}", l, n.orig) : fmt::format("model.layers.{}.{}", l, n.hf);
+    }
+    std::string global(const char* hf, const char* orig) const { return orig_ ? orig : hf; }
+    std::string expert_prefix(int l, int e) const { return fmt::format("{}{}.", layer_name(l, kExperts), e); }
+
+    // An f32 matrix kept exact whatever --dense-bits says (hyper-connection fn, compressor ape).
+    static Weight f32_matrix(WeightLoader& load, const std::string& name) {
+        const TensorInfo& t = load.info(name);
+        const int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+        std::vector<float> v = load.floats(name);
+        const auto cols = static_cast<int64_t>(v.size()) / rows;
+        return load.f32(std::move(v), rows, cols);
+    }
+
+    HcWeights hc_load(WeightLoader& load, int l, LayerName fn, LayerName base, LayerName scale) const {
+        HcWeights w{f32_matrix(load, layer_name(l, fn)), load.vector(layer_name(l, base)),
+                    load.vector(layer_name(l, scale))};
+        const int64_t s = cfg_.hc_mult, mix = (2 + s) * s;
+        check(w.fn.rows() == mix && w.fn.cols() == s * cfg_.d_model && w.base.cols() == mix && w.scale.cols() == 3,
+              "deepseek_v4: layer {}'s hyper-connection {} is [{}, {}], expected [{}, {}]", l, fn.orig,
+              w.fn.rows(), w.fn.cols(), mix, s * cfg_.d_model);
+        return w;
+    }
+
+    CompressorWeights compressor_load(WeightLoader& load, int l, const CompressorNames& n, int width) const {
+        const int series = cfg_.series(l);
+        CompressorWeights w{load.matrix(layer_name(l, n.wkv)), load.matrix(layer_name(l, n.wgate)),
+                            f32_matrix(load, layer_name(l, n.ape)), load.vector(layer_name(l, n.norm))};
+        check(w.wkv.rows() == series * width && w.wgate.rows() == series * width &&
+                  w.ape.rows() == cfg_.ratio[l] && w.ape.cols() == series * width && w.norm.cols() == width,
+              "deepseek_v4: layer {} ({}, ratio {}): compressor {} is [{}, {}] with ape [{}, {}], expected [{}, "
+              "{}] and [{}, {}]",
+              l, attn_name(cfg_.attn[l]), cfg_.ratio[l], n.wkv.orig, w.wkv.rows(), w.wkv.cols(), w.ape.rows(),
+              w.ape.cols(), series * width, cfg_.d_model, cfg_.ratio[l], series * width);
+        return w;
+    }
+
+    V4LayerWeights layer_load(WeightLoader& load, int l) {
+        V4LayerWeights w;
+        w.hc_attn = hc_load(load, l, kHcAttnFn, kHcAttnBase, kHcAttnScale);
+        w.attn_norm = load.vector(layer_name(l, kAttnNorm));
+        w.wq_a = load.matrix(layer_name(l, kWqA));
+        w.q_norm = load.vector(layer_name(l, kQNorm));
+        w.wq_b = load.matrix(layer_name(l, kWqB));
+        w.wkv = load.matrix(layer_name(l, kWkv));
+        w.kv_norm = load.vector(layer_name(l, kKvNorm));
+        w.sinks = load.vector(layer_name(l, kSinks));
+        w.wo_a = load.matrix(layer_name(l, kWoA));
+        w.wo_b = load.matrix(layer_name(l, kWoB));
+        const int64_t hd = cfg_.head_dim, heads = cfg_.n_heads;
+        check(w.wq_b.rows() == heads * hd && w.wkv.rows() == hd && w.sinks.cols() == heads &&
+                  w.wo_a.rows() == int64_t(cfg_.o_groups) * cfg_.o_lora && w.wo_a.cols() == heads * hd / cfg_.o_groups,
+              "deepseek_v4: layer {}'s attention weights do not match {} heads of {} in {} output groups", l, heads,
+              hd, cfg_.o_groups);
+        if (cfg_.compressed(l)) w.compressor = compressor_load(load, l, kCompressor, cfg_.head_dim);
+        if (cfg_.attn[l] == Attn::csa) {
+            w.index_compressor = compressor_load(load, l, kIndexCompressor, cfg_.index_dim);
+            w.index_wq = load.matrix(layer_name(l, kIndexWq));
+            w.index_weights = load.matrix(layer_name(l, kIndexWeights));
+        }
+        w.hc_ffn = hc_load(load, l, kHcFfnFn, kHcFfnBase, kHcFfnScale);
+        w.ffn_norm = load.vector(layer_name(l, kFfnNorm));
+        w.router = load.matrix(layer_name(l, kRouter));
+        if (cfg_.hash[l]) {
+            const std::string name = layer_name(l, kTid2eid);
+            const std::vector<int64_t> ids = load.integers(name);
+            check(ids.size() == size_t(cfg_.vocab) * size_t(cfg_.top_k),
+                  "deepseek_v4: {} holds {} ids, expected [{}, {}]", name, ids.size(), cfg_.vocab, cfg_.top_k);
+            for (int64_t id : ids) {
+                check(id >= 0 && id < cfg_.n_experts, "deepseek_v4: {} names expert {} of {}", name, id,
+                      cfg_.n_experts);
+                w.tid2eid.push_back(static_cast<int32_t>(id));
+            }
+        } else {
+            w.router_bias = load.vector(layer_name(l, kRouterBias));
+        }
+        const std::string shared = layer_name(l, kShared);
+        const SwigluNames& names = orig_ ? kOrigExpertNames : SwigluNames{};
+        w.shared = {cfg_.n_experts,
+                    load.matrix(shared + names.gate + ".weight"),
+                    load.matrix(shared + names.up + ".weight"),
+                    load.matrix(shared + names.down + ".weight"),
+                    l,
+                    glu()};
+        return w;
+    }
+
+    // Every V4 expert, routed or shared: SwiGLU with the gate clamped above and up clamped both ways.
+    GluActivation glu() const { return {GluKind::silu_clamp, cfg_.swiglu_limit}; }
+
+    Tensor layers_forward(Tensor h, std::span<const int32_t> ids, ModelState& state) override {
+        auto& s = static_cast<V4State&>(state);
+        Tensor x = ops_.repeat_cols(h, cfg_.hc_mult);  // [n, S D]: every stream starts as the embedding
+        for (int l = 0; l < cfg_.n_layers; ++l) x = layer_forward(l, x, ids, s);
+        return hc_head(x);  // [n, D]
+    }
+
+    HcShape hc_shape() const { return {cfg_.hc_mult, cfg_.hc_iters, cfg_.hc_eps}; }
+
+    // The mixing weights of a hyper-connection from the streams (docs/models.md 8.7).
+    //                                                     x: [n, S D]; returns [n, (2+S)S] (head: [n, S])
+    Tensor hc_mix(const HcWeights& hc, const Tensor& x) {
+        Tensor f = ops_.rms_norm(x, ones_streams_, cfg_.rms_eps);  // [n, S D]: unweighted RMS over all streams
+        return ops_.hc_weights(ops_.matmul(hc.fn, f), hc.base, hc.scale, hc_shape());
+    }
+
+    // The last streams collapsed into one row per token.                      x: [n, S D] -> [n, D]
+    Tensor hc_head(const Tensor& x) { return ops_.hc_collapse(x, hc_mix(hc_head_, x), cfg_.hc_mult); }
+
+    // One layer (docs/models.md 8): attention, then MoE, each between a hyper-connection's collapse and
+    // expand.                                                                  x: [n, S D] -> [n, S D]
+    Tensor layer_forward(int l, const Tensor& x, std::span<const int32_t> ids, V4State& s) {
+        const V4LayerWeights& w = layers_[l];
+        Tensor mix = hc_mix(w.hc_attn, x);                            // [n, (2+S)S]
+        Tensor u = ops_.hc_collapse(x, mix, cfg_.hc_mult);            // [n, D]
+        Tensor a = attention(l, ops_.rms_norm(u, w.attn_norm, cfg_.rms_eps), s.layers[l], s.n_past);  // [n, D]
+        Tensor x1 = ops_.hc_expand(x, a, mix, cfg_.hc_mult);          // [n, S D]
+
+        mix = hc_mix(w.hc_ffn, x1);
+        Tensor u2 = ops_.rms_norm(ops_.hc_collapse(x1, mix, cfg_.hc_mult), w.ffn_norm, cfg_.rms_eps);  // [n, D]
+        Tensor y = routed(l, u2, ids);  // [n, D]
+        mlp_add(ops_, w.shared, u2, y);
+        return ops_.hc_expand(x1, y, mix, cfg_.hc_mult);
+    }
+
+    // The rope of a layer's attention heads and kv: its set (main or compress) on the trailing rope_dim of
+    // each head of `width`, interleaved pairs (docs/models.md 8.3).
+    RopeParams rope_heads(int l, int width, bool inverse = false, int stride = 1) const {
+        RopeParams r = cfg_.rope_of(l);
+        r.head_dim = width;
+        r.rotary_dim = cfg_.rope_dim;
+        r.rotary_offset = width - cfg_.rope_dim;
+        r.inverse = inverse;
+        r.position_stride = stride;
+        return r;
+    }
+
+    // Attention (docs/models.md 8.2).                                   x: [n, D] at pos0 ...; returns [n, D]
+    Tensor attention(int l, const Tensor& x, V4LayerCache& c, int64_t pos0) {
+        const V4LayerWeights& w = layers_[l];
+        const int64_t n = x.rows(), hd = cfg_.head_dim, heads = cfg_.n_heads;
+        Tensor c_q = ops_.rms_norm(ops_.matmul(w.wq_a, x), w.q_norm, cfg_.rms_eps);  // [n, q_lora]
+        Tensor q = ops_.matmul(w.wq_b, c_q);                                          // [n, H hd]
+        q = ops_.rms_norm(q.reshaped(n * heads, hd), ones_head_, cfg_.rms_eps).reshaped(n, heads * hd);
+        ops_.rope(q, rope_heads(l, int(hd)), pos0);
+        Tensor kv = ops_.rms_norm(ops_.matmul(w.wkv, x), w.kv_norm, cfg_.rms_eps);  // [n, hd]: key = value
+        ops_.rope(kv, rope_heads(l, int(hd)), pos0);
+
+        Tensor selection;  // CSA: [n, index_topk] entry ids
+        if (cfg_.compressed(l)) {
+            compress(l, w.compressor, int(hd), cfg_.series(l), x, c.entries, c.state_kv, c.state_gate, pos0);
+            if (cfg_.attn[l] == Attn::csa) selection = index_select(l, x, c_q, c, pos0);
+        }
+        const CompressedAttentionShape shape{int(heads), int(hd), cfg_.window, cfg_.ratio[l],
+                                             1.0f / std::sqrt(static_cast<float>(hd))};
+        Tensor o = ops_.compressed_attention(q, kv, c.ring, c.entries,
+                                             cfg_.attn[l] == Attn::csa ? &selection : nullptr, w.sinks, shape,
+                                             pos0);  // [n, H hd]
+        ops_.copy_rows(c.ring, kv, pos0);            // the window's raw keys for later calls
+        ops_.rope(o, rope_heads(l, int(hd), true), pos0);  // values carried the keys' rotation: undo it
+        Tensor y = ops_.matmul(w.wo_a, o, cfg_.o_groups);  // [n, g o_lora]: each group of heads on its own
+        return ops_.matmul(w.wo_b, y);                     // [n, D]
+    }
+
+    // A compressor (docs/models.md 8.4): pools each window that closes in this call into an entry (RMSNorm,
+    // rope at the window's first position), appended to `entries`; then keeps this call's raw rows.
+    //                                                                   x: [n, D]; entries: [windows, width]
+    void compress(int l, const CompressorWeights& w, int width, int series, const Tensor& x, Tensor& entries,
+                  Tensor& state_kv, Tensor& state_gate, int64_t pos0) {
+        const int ratio = cfg_.ratio[l];
+        Tensor kv = ops_.matmul(w.wkv, x);      // [n, series width]
+        Tensor gate = ops_.matmul(w.wgate, x);  // [n, series width]
+        if (windows_closing(pos0, x.rows(), ratio) > 0) {
+            Tensor e = ops_.compress_kv(kv, gate, w.ape, state_kv, state_gate, {ratio, width, series}, pos0);
+            e = ops_.rms_norm(e, w.norm, cfg_.rms_eps);  // [windows, width]
+            const int64_t w0 = pos0 / ratio;             // the first window closing now
+            ops_.rope(e, rope_heads(l, width, false, ratio), w0);
+            ops_.copy_rows(entries, e, w0);
+        }
+        ops_.copy_rows(state_kv, kv, pos0);
+        ops_.copy_rows(state_gate, gate, pos0);
+    }
+
+    // CSA's lightning indexer (docs/models.md 8.5): its own compressor's keys, then the top index_topk visible
+    // entries per query.                                     x: [n, D], c_q: [n, q_lora]; returns [n, top_k]
+    Tensor index_select(int l, const Tensor& x, const Tensor& c_q, V4LayerCache& c, int64_t pos0) {
+        const V4LayerWeights& w = layers_[l];
+        compress(l, w.index_compressor, cfg_.index_dim, 2, x, c.index_keys, c.index_kv, c.index_gate, pos0);
+        Tensor q = ops_.matmul(w.index_wq, c_q);  // [n, nI dI]
+        ops_.rope(q, rope_heads(l, cfg_.index_dim), pos0);
+        Tensor weights = ops_.matmul(w.index_weights, x);  // [n, nI]
+        const DsaShape shape{.n_heads = cfg_.index_heads,
+                             .head_dim = cfg_.index_dim,
+                             .top_k = cfg_.index_topk,
+                             .scale = 1.0f / std::sqrt(static_cast<float>(cfg_.index_dim)),
+                             .weight_scale = 1.0f / std::sqrt(static_cast<float>(cfg_.index_heads)),
+                             .ratio = cfg_.ratio[l]};
+        return ops_.index_topk(q, weights, c.index_keys, shape, pos0);
+    }
+
+    // The routed experts of layer l (docs/models.md 8.6).               x: [n, D]; returns [n, D]
+    Tensor routed(int l, const Tensor& x, std::span<const int32_t> ids) {
+        const auto weights_of = [this](const ExpertHandle& h) {
+            ExpertWeights e = swiglu_expert_weights(h);
+            e.act = glu();
+            return e;
+        };
+        const auto prefetch_next = [&] {
+            if (l + 1 < cfg_.n_layers) moe_prefetch(*store_, l + 1, [&] { return route(l + 1, x, ids); });
+        };
+        return moe_routed(ops_, *store_, l, x, route(l, x, ids), weights_of, prefetch_next);
+    }
+
+    // Layer l's router: sqrt(softplus) scores; top-k of score + bias, or the token's hash-table experts.
+    Routing route(int l, const Tensor& x, std::span<const int32_t> ids) {
+        const V4LayerWeights& w = layers_[l];
+        const SigmoidRouting rp{.k = cfg_.top_k,
+                                .n_group = 1,
+                                .topk_group = 1,
+                                .renormalize = true,
+                                .scaling = cfg_.routed_scaling,
+                                .score = cfg_.sqrt_softplus ? RouterScore::sqrt_softplus : RouterScore::sigmoid};
+        Tensor logits = ops_.matmul(w.router, x);  // [n, E]
+        if (!cfg_.hash[l]) return ops_.route_sigmoid_topk(logits, w.router_bias, rp);
+        std::vector<int32_t> fixed;  // [n, top_k] from tid2eid[token]
+        fixed.reserve(ids.size() * size_t(cfg_.top_k));
+        for (int32_t id : ids) {
+            check(id >= 0 && id < cfg_.vocab, "deepseek_v4: token {} is outside the vocabulary of {}", id, cfg_.vocab);
+            const auto* row = &w.tid2eid[size_t(id) * size_t(cfg_.top_k)];
+            fixed.insert(fixed.end(), row, row + cfg_.top_k);
+        }
+        return ops_.route_sigmoid_topk(logits, w.router_bias, rp, fixed);
+    }
+
+    // The summary's family fields and the cache sizes (docs/models.md 8.8).
+    void summarize(const Checkpoint& ckpt) {
+        int counts[3] = {0, 0, 0}, hash_layers = 0;
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            ++counts[static_cast<int>(cfg_.attn[l])];
+            hash_layers += cfg_.hash[l];
+        }
+        // MTP layers are in the checkpoint (mtp.*, or transformers' model.layers.N.*) and never read.
+        int mtp_tensors = 0;
+        const std::string hf_mtp = fmt::format("model.layers.{}.", cfg_.n_layers);
+        for (const TensorInfo& t : ckpt.tensors()) mtp_tensors += t.name.starts_with("mtp.") || t.name.starts_with(hf_mtp);
+        summary_.architecture = fmt::format(
+            "{} layers ({} sliding, {} CSA, {} HCA; {} hash-routed), d_model {}, {} heads of {} (rope {}, window "
+            "{}, q_lora {}, {} output groups of {}), indexer {} heads of {} top-{}, {} hyper-connection streams, "
+            "{} experts top-{} (d_ff {}) + shared, vocab {}{}",
+            cfg_.n_layers, counts[0], counts[1], counts[2], hash_layers, cfg_.d_model, cfg_.n_heads, cfg_.head_dim,
+            cfg_.rope_dim, cfg_.window, cfg_.q_lora, cfg_.o_groups, cfg_.o_lora, cfg_.index_heads, cfg_.index_dim,
+            cfg_.index_topk, cfg_.hc_mult, cfg_.n_experts, cfg_.top_k, cfg_.d_expert, cfg_.vocab,
+            mtp_tensors ? fmt::format("; MTP ({} layer{}, {} tensors) not loaded", cfg_.mtp_layers,
+                                      cfg_.mtp_layers == 1 ? "" : "s", mtp_tensors)
+                        : "");
+        summary_.expert_count = uint64_t(cfg_.n_layers) * cfg_.n_experts;
+        // Per token: each compressed layer grows by one entry (and CSA one indexer key) every ratio tokens.
+        // Fixed per session: the sliding rings and the compressors' raw rows.
+        double per_token = 0;
+        uint64_t fixed = 0;
+        const uint64_t f = sizeof(float), hd = cfg_.head_dim, di = cfg_.index_dim;
+        for (int l = 0; l < cfg_.n_layers; ++l) {
+            fixed += uint64_t(ring_rows()) * hd * f;
+            if (!cfg_.compressed(l)) continue;
+            const uint64_t series = cfg_.series(l), r = cfg_.ratio[l];
+            const uint64_t entry = (hd + (cfg_.attn[l] == Attn::csa ? di : 0)) * f;
+            per_token += double(entry) / double(r);
+            fixed += 2 * series * r * series * hd * f;
+            if (cfg_.attn[l] == Attn::csa) fixed += 2 * 2 * r * 2 * di * f;
+        }
+        summary_.kv_bytes_per_token = static_cast<uint64_t>(std::ceil(per_token));
+        summary_.state_bytes = fixed;
+        std::string detail = fmt::format("sliding window {} ({} B per layer per token in the ring)", cfg_.window,
+                                         hd * f);
+        if (counts[1])
+            detail += fmt::format("; CSA: one entry of {} B + indexer key of {} B per {} tokens", hd * f, di * f,
+                                  first_ratio(Attn::csa));
+        if (counts[2]) detail += fmt::format("; HCA: one entry of {} B per {} tokens", hd * f, first_ratio(Attn::hca));
+        summary_.kv_detail = detail;
+    }
+
+    int first_ratio(Attn a) const {
+        for (int l = 0; l < cfg_.n_layers; ++l)
+            if (cfg_.attn[l] == a) return cfg_.ratio[l];
+        return 0;
+    }
+
+    DeepseekV4Config cfg_;
+    bool orig_;  // the original release's names (else transformers')
+    std::vector<V4LayerWeights> layers_;
+    HcWeights hc_head_;
+    Weight ones_streams_, ones_head_;  // [1, S D], [1, hd]: the unweighted RMSNorms' gains
+};
+
+// The ops DeepseekV4::forward calls at V4-Flash's size. Keep in sync with layer_forward().
+std::vector<OpUse> deepseek_v4_family_ops() {
+    constexpr int64_t kD = 4096, kVocab = 129280, kHeads = 64, kHeadDim = 512, kGroups = 8, kOLora = 1024, kWindow = 128, kExperts = 256, kTopK = 6, kDExpert = 2048,
+                      kIndexHeads = 64, kIndexDim = 128, kIndexTopK = 512, kStreams = 4, kCsa = 4, kCtx = 1048576;
+    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16, Format::fp8_e4m3_block};
+    std::vector<Format> dense = stored;
+    dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
+    std::vector<Format> experts = dense;
+    experts.push_back(Format::mxfp4);
+    const std::vector<Format> f32 = {Format::f32};
+    const int64_t mix = (2 + kStreams) * kStreams;
+    return {
+        {{.op = OpKind::embedding, .rows = kVocab, .cols = kD}, stored, "token embedding"},
+        {{.op = OpKind::repeat_cols, .width = kD, .streams = kStreams}, f32, "the embedding into every stream"},
+        {{.op = OpKind::rms_norm, .width = kStreams * kD},
+         f32,
+         "streams, q_a, per-head q, kv, entry, layer and final norms"},
+        {{.op = OpKind::matmul, .rows = kD, .cols = kD, .groups = 1},
+         dense,
+         "hyper-connection fn, q/kv, compressor, indexer, router, output and lm_head projections"},
+        {{.op = OpKind::matmul, .rows = kGroups * kOLora, .cols = kHeads * kHeadDim / kGroups, .groups = kGroups},
+         dense,
+         "grouped output projection wo_a"},
+        {{.op = OpKind::hc_weights, .width = mix, .streams = kStreams}, f32, "hyper-connection weights"},
+        {{.op = OpKind::hc_collapse, .width = kStreams * kD, .streams = kStreams}, f32, "streams into a sublayer"},
+        {{.op = OpKind::hc_expand, .width = kStreams * kD, .streams = kStreams}, f32, "a sublayer into the streams"},
+        {{.op = OpKind::rope, .width = kHeads * kHeadDim, .head_dim = kHeadDim},
+         f32,
+         "rotary embedding of the trailing dims, and its inverse on the output"},
+        {{.op = OpKind::compress_kv, .width = 2 * kHeadDim, .head_dim = kHeadDim, .ratio = kCsa},
+         f32,
+         "CSA / HCA compressors and the indexer's"},
+        {{.op = OpKind::copy_rows, .width = kHeadDim, .context = kCtx / kCsa}, f32, "ring, entries, compressor rows"},
+        {{.op = OpKind::index_topk,
+          .heads = kIndexHeads,
+          .head_dim = kIndexDim,
+          .context = kCtx / kCsa,
+          .top_k = kIndexTopK,
+          .ratio = kCsa},
+         f32,
+         "CSA lightning indexer top-k"},
+        {{.op = OpKind::compressed_attention,
+          .heads = kHeads,
+          .head_dim = kHeadDim,
+          .context = kWindow - 1,
+          .top_k = kIndexTopK,
+          .ratio = kCsa,
+          .window = kWindow},
+         f32,
+         "sliding window + compressed entries with sinks"},
+        {{.op = OpKind::route_sigmoid_topk, .experts = kExperts, .top_k = kTopK},
+         f32,
+         "sqrt(softplus) router, hash routing"},
+        {{.op = OpKind::moe_experts, .rows = kDExpert, .cols = kD, .glu = GluKind::silu_clamp},
+         experts,
+         "routed and shared clamped SwiGLU"},
+    };
+}
+
+}  // namespace
+
+std::vector<OpUse> deepseek_v4_ops() {
+    return deepseek_v4_family_ops();
+}
+
+std::unique_ptr<Model> deepseek_v4_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
+    return std::make_unique<DeepseekV4>(ckpt, ops, opts);
+}
+
+}  // namespace coli
