@@ -124,11 +124,9 @@ public:
                   "deepseek_v4: the head's hyper-connection fn is [{}, {}], expected [{}, {}]", hc_head_.fn.rows(),
                   hc_head_.fn.cols(), cfg_.hc_mult, cfg_.hc_mult * cfg_.d_model);
         };
-        const auto expert_tensors = [this, &ckpt](int layer, int e) {
-            return swiglu_expert_tensors(ckpt, expert_prefix(layer, e), orig_ ? kOrigExpertNames : SwigluNames{});
-        };
-        const TensorInfo* first_gate = ckpt.find(swiglu_expert_tensors(ckpt, expert_prefix(0, 0),
-                                                                       orig_ ? kOrigExpertNames : SwigluNames{})[0]);
+        const auto expert_tensors = [this, &ckpt](int layer, int e) { return expert_parts(ckpt, layer, e); };
+        const std::string gate0 = expert_parts(ckpt, 0, 0)[0];  // for the summary: the experts' dtype
+        const TensorInfo* first_gate = ckpt.find(gate0.substr(0, gate0.find('[')));
         const DecoderSpec spec{.family = cfg_.family,
                                .n_layers = cfg_.n_layers,
                                .vocab = cfg_.vocab,
@@ -178,6 +176,18 @@ private:
     }
     std::string global(const char* hf, const char* orig) const { return orig_ ? orig : hf; }
     std::string expert_prefix(int l, int e) const { return fmt::format("{}{}.", layer_name(l, kExperts), e); }
+
+    // The tensors of routed expert e in layer l (docs/models.md 8.9): per expert (the original w1 / w3 / w2,
+    // or transformers' gate_proj / up_proj / down_proj), or slices of transformers' fused gate_up_proj
+    // [E, 2 I, D] (gate rows, then up rows) and down_proj [E, D, I], which save_pretrained writes for V4.
+    std::vector<std::string> expert_parts(const Checkpoint& ckpt, int l, int e) const {
+        const std::string fused = layer_name(l, kExperts) + "gate_up_proj";
+        if (orig_ || ckpt.find(fused) == nullptr)
+            return swiglu_expert_tensors(ckpt, expert_prefix(l, e), orig_ ? kOrigExpertNames : SwigluNames{});
+        const int64_t ffn = cfg_.d_expert;
+        return {fmt::format("{}[{}][0:{}]", fused, e, ffn), fmt::format("{}[{}][{}:{}]", fused, e, ffn, 2 * ffn),
+                fmt::format("{}down_proj[{}]", layer_name(l, kExperts), e)};
+    }
 
     // An f32 matrix kept exact whatever --dense-bits says (hyper-connection fn, compressor ape).
     static Weight f32_matrix(WeightLoader& load, const std::string& name) {
