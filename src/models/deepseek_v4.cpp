@@ -1,6 +1,6 @@
 // DeepSeek-V4 (deepseek_v4, docs/models.md 8): a decoder whose residual is hc_mult parallel streams mixed by
-// hyper-connections (8.7); attention with one shared K=V head, a sliding window, attention sinks and, in CSA /
-// HCA layers, compressed entries pooled from windows of past positions (8.2, 8.4), CSA choosing its entries
+// hyper-connections (8.7); attention with one shared K=V head, a sliding window, attention sinks and, in CSA
+// / HCA layers, compressed entries pooled from windows of past positions (8.2, 8.4), CSA choosing its entries
 // with a lightning indexer (8.5); a sqrt(softplus)-scored MoE whose first layers route by a token hash table,
 // with clamped SwiGLU experts and one shared expert (8.6). Both checkpoint layouts load: transformers'
 // names (fp32 / bf16) and the original release's (block FP8 with E8M0 scales, MXFP4 routed experts),
@@ -47,10 +47,11 @@ constexpr LayerName kWoB{"self_attn.o_b_proj.weight", "attn.wo_b.weight"};
 struct CompressorNames {
     LayerName wkv, wgate, ape, norm;
 };
-constexpr CompressorNames kCompressor{{"self_attn.compressor.kv_proj.weight", "attn.compressor.wkv.weight"},
-                                      {"self_attn.compressor.gate_proj.weight", "attn.compressor.wgate.weight"},
-                                      {"self_attn.compressor.position_bias", "attn.compressor.ape"},
-                                      {"self_attn.compressor.kv_norm.weight", "attn.compressor.norm.weight"}};
+constexpr CompressorNames kCompressor{
+    {"self_attn.compressor.kv_proj.weight", "attn.compressor.wkv.weight"},
+    {"self_attn.compressor.gate_proj.weight", "attn.compressor.wgate.weight"},
+    {"self_attn.compressor.position_bias", "attn.compressor.ape"},
+    {"self_attn.compressor.kv_norm.weight", "attn.compressor.norm.weight"}};
 constexpr CompressorNames kIndexCompressor{
     {"self_attn.compressor.indexer.kv_proj.weight", "attn.indexer.compressor.wkv.weight"},
     {"self_attn.compressor.indexer.gate_proj.weight", "attn.indexer.compressor.wgate.weight"},
@@ -81,26 +82,26 @@ struct CompressorWeights {
 struct V4LayerWeights {
     HcWeights hc_attn, hc_ffn;
     Weight attn_norm, ffn_norm;
-    Weight wq_a, q_norm, wq_b;          // [q_lora, D], [1, q_lora], [H hd, q_lora]
-    Weight wkv, kv_norm;                // [hd, D], [1, hd]
-    Weight sinks;                       // [1, H] f32
-    Weight wo_a, wo_b;                  // [g o_lora, H hd / g], [D, g o_lora]
-    CompressorWeights compressor;       // CSA and HCA layers
+    Weight wq_a, q_norm, wq_b;           // [q_lora, D], [1, q_lora], [H hd, q_lora]
+    Weight wkv, kv_norm;                 // [hd, D], [1, hd]
+    Weight sinks;                        // [1, H] f32
+    Weight wo_a, wo_b;                   // [g o_lora, H hd / g], [D, g o_lora]
+    CompressorWeights compressor;        // CSA and HCA layers
     CompressorWeights index_compressor;  // CSA: the indexer's keys
-    Weight index_wq, index_weights;     // CSA: [nI dI, q_lora], [nI, D]
-    Weight router, router_bias;         // [E, D], [1, E] (hash layers: no bias)
-    std::vector<int32_t> tid2eid;       // hash layers: [vocab, top_k]
-    ExpertWeights shared;               // the shared expert (clamped SwiGLU)
+    Weight index_wq, index_weights;      // CSA: [nI dI, q_lora], [nI, D]
+    Weight router, router_bias;          // [E, D], [1, E] (hash layers: no bias)
+    std::vector<int32_t> tid2eid;        // hash layers: [vocab, top_k]
+    ExpertWeights shared;                // the shared expert (clamped SwiGLU)
 };
 
 // The cache of one layer (docs/models.md 8.8). Rows of the ring and the compressor states are positions
 // modulo their row count; entries and keys are indexed by window.
 struct V4LayerCache {
-    Tensor ring;                      // [max(window - 1, 1), hd]: kv of the last positions
-    Tensor entries;                   // [ctx / ratio, hd]: compressed entries (empty: sliding layer)
-    Tensor state_kv, state_gate;      // [series ratio, series hd]: the compressor's raw rows
-    Tensor index_keys;                // CSA: [ctx / ratio, dI]
-    Tensor index_kv, index_gate;      // CSA: [2 ratio, 2 dI]: the indexer compressor's raw rows
+    Tensor ring;                  // [max(window - 1, 1), hd]: kv of the last positions
+    Tensor entries;               // [ctx / ratio, hd]: compressed entries (empty: sliding layer)
+    Tensor state_kv, state_gate;  // [series ratio, series hd]: the compressor's raw rows
+    Tensor index_keys;            // CSA: [ctx / ratio, dI]
+    Tensor index_kv, index_gate;  // CSA: [2 ratio, 2 dI]: the indexer compressor's raw rows
 };
 
 class V4State final : public ModelState {
@@ -121,8 +122,8 @@ public:
                         load.vector(global("model.hc_head.hc_base", "hc_head_base")),
                         load.vector(global("model.hc_head.hc_scale", "hc_head_scale"))};
             check(hc_head_.fn.rows() == cfg_.hc_mult && hc_head_.fn.cols() == cfg_.hc_mult * cfg_.d_model,
-                  "deepseek_v4: the head's hyper-connection fn is [{}, {}], expected [{}, {}]", hc_head_.fn.rows(),
-                  hc_head_.fn.cols(), cfg_.hc_mult, cfg_.hc_mult * cfg_.d_model);
+                  "deepseek_v4: the head's hyper-connection fn is [{}, {}], expected [{}, {}]",
+                  hc_head_.fn.rows(), hc_head_.fn.cols(), cfg_.hc_mult, cfg_.hc_mult * cfg_.d_model);
         };
         const auto expert_tensors = [this, &ckpt](int layer, int e) { return expert_parts(ckpt, layer, e); };
         const std::string gate0 = expert_parts(ckpt, 0, 0)[0];  // for the summary: the experts' dtype
@@ -185,7 +186,8 @@ private:
         if (orig_ || ckpt.find(fused) == nullptr)
             return swiglu_expert_tensors(ckpt, expert_prefix(l, e), orig_ ? kOrigExpertNames : SwigluNames{});
         const int64_t ffn = cfg_.d_expert;
-        return {fmt::format("{}[{}][0:{}]", fused, e, ffn), fmt::format("{}[{}][{}:{}]", fused, e, ffn, 2 * ffn),
+        return {fmt::format("{}[{}][0:{}]", fused, e, ffn),
+                fmt::format("{}[{}][{}:{}]", fused, e, ffn, 2 * ffn),
                 fmt::format("{}down_proj[{}]", layer_name(l, kExperts), e)};
     }
 
@@ -202,7 +204,8 @@ private:
         HcWeights w{f32_matrix(load, layer_name(l, fn)), load.vector(layer_name(l, base)),
                     load.vector(layer_name(l, scale))};
         const int64_t s = cfg_.hc_mult, mix = (2 + s) * s;
-        check(w.fn.rows() == mix && w.fn.cols() == s * cfg_.d_model && w.base.cols() == mix && w.scale.cols() == 3,
+        check(w.fn.rows() == mix && w.fn.cols() == s * cfg_.d_model && w.base.cols() == mix &&
+                  w.scale.cols() == 3,
               "deepseek_v4: layer {}'s hyper-connection {} is [{}, {}], expected [{}, {}]", l, fn.orig,
               w.fn.rows(), w.fn.cols(), mix, s * cfg_.d_model);
         return w;
@@ -214,7 +217,8 @@ private:
                             f32_matrix(load, layer_name(l, n.ape)), load.vector(layer_name(l, n.norm))};
         check(w.wkv.rows() == series * width && w.wgate.rows() == series * width &&
                   w.ape.rows() == cfg_.ratio[l] && w.ape.cols() == series * width && w.norm.cols() == width,
-              "deepseek_v4: layer {} ({}, ratio {}): compressor {} is [{}, {}] with ape [{}, {}], expected [{}, "
+              "deepseek_v4: layer {} ({}, ratio {}): compressor {} is [{}, {}] with ape [{}, {}], expected "
+              "[{}, "
               "{}] and [{}, {}]",
               l, attn_name(cfg_.attn[l]), cfg_.ratio[l], n.wkv.orig, w.wkv.rows(), w.wkv.cols(), w.ape.rows(),
               w.ape.cols(), series * width, cfg_.d_model, cfg_.ratio[l], series * width);
@@ -235,9 +239,10 @@ private:
         w.wo_b = load.matrix(layer_name(l, kWoB));
         const int64_t hd = cfg_.head_dim, heads = cfg_.n_heads;
         check(w.wq_b.rows() == heads * hd && w.wkv.rows() == hd && w.sinks.cols() == heads &&
-                  w.wo_a.rows() == int64_t(cfg_.o_groups) * cfg_.o_lora && w.wo_a.cols() == heads * hd / cfg_.o_groups,
-              "deepseek_v4: layer {}'s attention weights do not match {} heads of {} in {} output groups", l, heads,
-              hd, cfg_.o_groups);
+                  w.wo_a.rows() == int64_t(cfg_.o_groups) * cfg_.o_lora &&
+                  w.wo_a.cols() == heads * hd / cfg_.o_groups,
+              "deepseek_v4: layer {}'s attention weights do not match {} heads of {} in {} output groups", l,
+              heads, hd, cfg_.o_groups);
         if (cfg_.compressed(l)) w.compressor = compressor_load(load, l, kCompressor, cfg_.head_dim);
         if (cfg_.attn[l] == Attn::csa) {
             w.index_compressor = compressor_load(load, l, kIndexCompressor, cfg_.index_dim);
@@ -251,7 +256,8 @@ private:
             const std::string name = layer_name(l, kTid2eid);
             const std::vector<int64_t> ids = load.integers(name);
             check(ids.size() == size_t(cfg_.vocab) * size_t(cfg_.top_k),
-                  "deepseek_v4: {} holds {} ids, expected [{}, {}]", name, ids.size(), cfg_.vocab, cfg_.top_k);
+                  "deepseek_v4: {} holds {} ids, expected [{}, {}]", name, ids.size(), cfg_.vocab,
+                  cfg_.top_k);
             for (int64_t id : ids) {
                 check(id >= 0 && id < cfg_.n_experts, "deepseek_v4: {} names expert {} of {}", name, id,
                       cfg_.n_experts);
@@ -286,7 +292,8 @@ private:
     // The mixing weights of a hyper-connection from the streams (docs/models.md 8.7).
     //                                                     x: [n, S D]; returns [n, (2+S)S] (head: [n, S])
     Tensor hc_mix(const HcWeights& hc, const Tensor& x) {
-        Tensor f = ops_.rms_norm(x, ones_streams_, cfg_.rms_eps);  // [n, S D]: unweighted RMS over all streams
+        Tensor f =
+            ops_.rms_norm(x, ones_streams_, cfg_.rms_eps);  // [n, S D]: unweighted RMS over all streams
         return ops_.hc_weights(ops_.matmul(hc.fn, f), hc.base, hc.scale, hc_shape());
     }
 
@@ -297,14 +304,16 @@ private:
     // expand.                                                                  x: [n, S D] -> [n, S D]
     Tensor layer_forward(int l, const Tensor& x, std::span<const int32_t> ids, V4State& s) {
         const V4LayerWeights& w = layers_[l];
-        Tensor mix = hc_mix(w.hc_attn, x);                            // [n, (2+S)S]
-        Tensor u = ops_.hc_collapse(x, mix, cfg_.hc_mult);            // [n, D]
-        Tensor a = attention(l, ops_.rms_norm(u, w.attn_norm, cfg_.rms_eps), s.layers[l], s.n_past);  // [n, D]
-        Tensor x1 = ops_.hc_expand(x, a, mix, cfg_.hc_mult);          // [n, S D]
+        Tensor mix = hc_mix(w.hc_attn, x);                  // [n, (2+S)S]
+        Tensor u = ops_.hc_collapse(x, mix, cfg_.hc_mult);  // [n, D]
+        Tensor a =
+            attention(l, ops_.rms_norm(u, w.attn_norm, cfg_.rms_eps), s.layers[l], s.n_past);  // [n, D]
+        Tensor x1 = ops_.hc_expand(x, a, mix, cfg_.hc_mult);                                   // [n, S D]
 
         mix = hc_mix(w.hc_ffn, x1);
-        Tensor u2 = ops_.rms_norm(ops_.hc_collapse(x1, mix, cfg_.hc_mult), w.ffn_norm, cfg_.rms_eps);  // [n, D]
-        Tensor y = routed(l, u2, ids);  // [n, D]
+        Tensor u2 =
+            ops_.rms_norm(ops_.hc_collapse(x1, mix, cfg_.hc_mult), w.ffn_norm, cfg_.rms_eps);  // [n, D]
+        Tensor y = routed(l, u2, ids);                                                         // [n, D]
         mlp_add(ops_, w.shared, u2, y);
         return ops_.hc_expand(x1, y, mix, cfg_.hc_mult);
     }
@@ -326,7 +335,7 @@ private:
         const V4LayerWeights& w = layers_[l];
         const int64_t n = x.rows(), hd = cfg_.head_dim, heads = cfg_.n_heads;
         Tensor c_q = ops_.rms_norm(ops_.matmul(w.wq_a, x), w.q_norm, cfg_.rms_eps);  // [n, q_lora]
-        Tensor q = ops_.matmul(w.wq_b, c_q);                                          // [n, H hd]
+        Tensor q = ops_.matmul(w.wq_b, c_q);                                         // [n, H hd]
         q = ops_.rms_norm(q.reshaped(n * heads, hd), ones_head_, cfg_.rms_eps).reshaped(n, heads * hd);
         ops_.rope(q, rope_heads(l, int(hd)), pos0);
         Tensor kv = ops_.rms_norm(ops_.matmul(w.wkv, x), w.kv_norm, cfg_.rms_eps);  // [n, hd]: key = value
@@ -341,8 +350,8 @@ private:
                                              1.0f / std::sqrt(static_cast<float>(hd))};
         Tensor o = ops_.compressed_attention(q, kv, c.ring, c.entries,
                                              cfg_.attn[l] == Attn::csa ? &selection : nullptr, w.sinks, shape,
-                                             pos0);  // [n, H hd]
-        ops_.copy_rows(c.ring, kv, pos0);            // the window's raw keys for later calls
+                                             pos0);        // [n, H hd]
+        ops_.copy_rows(c.ring, kv, pos0);                  // the window's raw keys for later calls
         ops_.rope(o, rope_heads(l, int(hd), true), pos0);  // values carried the keys' rotation: undo it
         Tensor y = ops_.matmul(w.wo_a, o, cfg_.o_groups);  // [n, g o_lora]: each group of heads on its own
         return ops_.matmul(w.wo_b, y);                     // [n, D]
@@ -367,8 +376,9 @@ private:
         ops_.copy_rows(state_gate, gate, pos0);
     }
 
-    // CSA's lightning indexer (docs/models.md 8.5): its own compressor's keys, then the top index_topk visible
-    // entries per query.                                     x: [n, D], c_q: [n, q_lora]; returns [n, top_k]
+    // CSA's lightning indexer (docs/models.md 8.5): its own compressor's keys, then the top index_topk
+    // visible entries per query.                                     x: [n, D], c_q: [n, q_lora]; returns [n,
+    // top_k]
     Tensor index_select(int l, const Tensor& x, const Tensor& c_q, V4LayerCache& c, int64_t pos0) {
         const V4LayerWeights& w = layers_[l];
         compress(l, w.index_compressor, cfg_.index_dim, 2, x, c.index_keys, c.index_kv, c.index_gate, pos0);
@@ -400,18 +410,20 @@ private:
     // Layer l's router: sqrt(softplus) scores; top-k of score + bias, or the token's hash-table experts.
     Routing route(int l, const Tensor& x, std::span<const int32_t> ids) {
         const V4LayerWeights& w = layers_[l];
-        const SigmoidRouting rp{.k = cfg_.top_k,
-                                .n_group = 1,
-                                .topk_group = 1,
-                                .renormalize = true,
-                                .scaling = cfg_.routed_scaling,
-                                .score = cfg_.sqrt_softplus ? RouterScore::sqrt_softplus : RouterScore::sigmoid};
+        const SigmoidRouting rp{
+            .k = cfg_.top_k,
+            .n_group = 1,
+            .topk_group = 1,
+            .renormalize = true,
+            .scaling = cfg_.routed_scaling,
+            .score = cfg_.sqrt_softplus ? RouterScore::sqrt_softplus : RouterScore::sigmoid};
         Tensor logits = ops_.matmul(w.router, x);  // [n, E]
         if (!cfg_.hash[l]) return ops_.route_sigmoid_topk(logits, w.router_bias, rp);
         std::vector<int32_t> fixed;  // [n, top_k] from tid2eid[token]
         fixed.reserve(ids.size() * size_t(cfg_.top_k));
         for (int32_t id : ids) {
-            check(id >= 0 && id < cfg_.vocab, "deepseek_v4: token {} is outside the vocabulary of {}", id, cfg_.vocab);
+            check(id >= 0 && id < cfg_.vocab, "deepseek_v4: token {} is outside the vocabulary of {}", id,
+                  cfg_.vocab);
             const auto* row = &w.tid2eid[size_t(id) * size_t(cfg_.top_k)];
             fixed.insert(fixed.end(), row, row + cfg_.top_k);
         }
@@ -428,14 +440,18 @@ private:
         // MTP layers are in the checkpoint (mtp.*, or transformers' model.layers.N.*) and never read.
         int mtp_tensors = 0;
         const std::string hf_mtp = fmt::format("model.layers.{}.", cfg_.n_layers);
-        for (const TensorInfo& t : ckpt.tensors()) mtp_tensors += t.name.starts_with("mtp.") || t.name.starts_with(hf_mtp);
+        for (const TensorInfo& t : ckpt.tensors())
+            mtp_tensors += t.name.starts_with("mtp.") || t.name.starts_with(hf_mtp);
         summary_.architecture = fmt::format(
-            "{} layers ({} sliding, {} CSA, {} HCA; {} hash-routed), d_model {}, {} heads of {} (rope {}, window "
-            "{}, q_lora {}, {} output groups of {}), indexer {} heads of {} top-{}, {} hyper-connection streams, "
+            "{} layers ({} sliding, {} CSA, {} HCA; {} hash-routed), d_model {}, {} heads of {} (rope {}, "
+            "window "
+            "{}, q_lora {}, {} output groups of {}), indexer {} heads of {} top-{}, {} hyper-connection "
+            "streams, "
             "{} experts top-{} (d_ff {}) + shared, vocab {}{}",
-            cfg_.n_layers, counts[0], counts[1], counts[2], hash_layers, cfg_.d_model, cfg_.n_heads, cfg_.head_dim,
-            cfg_.rope_dim, cfg_.window, cfg_.q_lora, cfg_.o_groups, cfg_.o_lora, cfg_.index_heads, cfg_.index_dim,
-            cfg_.index_topk, cfg_.hc_mult, cfg_.n_experts, cfg_.top_k, cfg_.d_expert, cfg_.vocab,
+            cfg_.n_layers, counts[0], counts[1], counts[2], hash_layers, cfg_.d_model, cfg_.n_heads,
+            cfg_.head_dim, cfg_.rope_dim, cfg_.window, cfg_.q_lora, cfg_.o_groups, cfg_.o_lora,
+            cfg_.index_heads, cfg_.index_dim, cfg_.index_topk, cfg_.hc_mult, cfg_.n_experts, cfg_.top_k,
+            cfg_.d_expert, cfg_.vocab,
             mtp_tensors ? fmt::format("; MTP ({} layer{}, {} tensors) not loaded", cfg_.mtp_layers,
                                       cfg_.mtp_layers == 1 ? "" : "s", mtp_tensors)
                         : "");
@@ -456,12 +472,13 @@ private:
         }
         summary_.kv_bytes_per_token = static_cast<uint64_t>(std::ceil(per_token));
         summary_.state_bytes = fixed;
-        std::string detail = fmt::format("sliding window {} ({} B per layer per token in the ring)", cfg_.window,
-                                         hd * f);
+        std::string detail =
+            fmt::format("sliding window {} ({} B per layer per token in the ring)", cfg_.window, hd * f);
         if (counts[1])
-            detail += fmt::format("; CSA: one entry of {} B + indexer key of {} B per {} tokens", hd * f, di * f,
-                                  first_ratio(Attn::csa));
-        if (counts[2]) detail += fmt::format("; HCA: one entry of {} B per {} tokens", hd * f, first_ratio(Attn::hca));
+            detail += fmt::format("; CSA: one entry of {} B + indexer key of {} B per {} tokens", hd * f,
+                                  di * f, first_ratio(Attn::csa));
+        if (counts[2])
+            detail += fmt::format("; HCA: one entry of {} B per {} tokens", hd * f, first_ratio(Attn::hca));
         summary_.kv_detail = detail;
     }
 
@@ -480,8 +497,9 @@ private:
 
 // The ops DeepseekV4::forward calls at V4-Flash's size. Keep in sync with layer_forward().
 std::vector<OpUse> deepseek_v4_family_ops() {
-    constexpr int64_t kD = 4096, kVocab = 129280, kHeads = 64, kHeadDim = 512, kGroups = 8, kOLora = 1024, kWindow = 128, kExperts = 256, kTopK = 6, kDExpert = 2048,
-                      kIndexHeads = 64, kIndexDim = 128, kIndexTopK = 512, kStreams = 4, kCsa = 4, kCtx = 1048576;
+    constexpr int64_t kD = 4096, kVocab = 129280, kHeads = 64, kHeadDim = 512, kGroups = 8, kOLora = 1024,
+                      kWindow = 128, kExperts = 256, kTopK = 6, kDExpert = 2048, kIndexHeads = 64,
+                      kIndexDim = 128, kIndexTopK = 512, kStreams = 4, kCsa = 4, kCtx = 1048576;
     const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16, Format::fp8_e4m3_block};
     std::vector<Format> dense = stored;
     dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
@@ -491,26 +509,37 @@ std::vector<OpUse> deepseek_v4_family_ops() {
     const int64_t mix = (2 + kStreams) * kStreams;
     return {
         {{.op = OpKind::embedding, .rows = kVocab, .cols = kD}, stored, "token embedding"},
-        {{.op = OpKind::repeat_cols, .width = kD, .streams = kStreams}, f32, "the embedding into every stream"},
+        {{.op = OpKind::repeat_cols, .width = kD, .streams = kStreams},
+         f32,
+         "the embedding into every stream"},
         {{.op = OpKind::rms_norm, .width = kStreams * kD},
          f32,
          "streams, q_a, per-head q, kv, entry, layer and final norms"},
         {{.op = OpKind::matmul, .rows = kD, .cols = kD, .groups = 1},
          dense,
          "hyper-connection fn, q/kv, compressor, indexer, router, output and lm_head projections"},
-        {{.op = OpKind::matmul, .rows = kGroups * kOLora, .cols = kHeads * kHeadDim / kGroups, .groups = kGroups},
+        {{.op = OpKind::matmul,
+          .rows = kGroups * kOLora,
+          .cols = kHeads * kHeadDim / kGroups,
+          .groups = kGroups},
          dense,
          "grouped output projection wo_a"},
         {{.op = OpKind::hc_weights, .width = mix, .streams = kStreams}, f32, "hyper-connection weights"},
-        {{.op = OpKind::hc_collapse, .width = kStreams * kD, .streams = kStreams}, f32, "streams into a sublayer"},
-        {{.op = OpKind::hc_expand, .width = kStreams * kD, .streams = kStreams}, f32, "a sublayer into the streams"},
+        {{.op = OpKind::hc_collapse, .width = kStreams * kD, .streams = kStreams},
+         f32,
+         "streams into a sublayer"},
+        {{.op = OpKind::hc_expand, .width = kStreams * kD, .streams = kStreams},
+         f32,
+         "a sublayer into the streams"},
         {{.op = OpKind::rope, .width = kHeads * kHeadDim, .head_dim = kHeadDim},
          f32,
          "rotary embedding of the trailing dims, and its inverse on the output"},
         {{.op = OpKind::compress_kv, .width = 2 * kHeadDim, .head_dim = kHeadDim, .ratio = kCsa},
          f32,
          "CSA / HCA compressors and the indexer's"},
-        {{.op = OpKind::copy_rows, .width = kHeadDim, .context = kCtx / kCsa}, f32, "ring, entries, compressor rows"},
+        {{.op = OpKind::copy_rows, .width = kHeadDim, .context = kCtx / kCsa},
+         f32,
+         "ring, entries, compressor rows"},
         {{.op = OpKind::index_topk,
           .heads = kIndexHeads,
           .head_dim = kIndexDim,

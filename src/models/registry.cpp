@@ -12,9 +12,13 @@ using Loader = std::function<std::unique_ptr<Model>(const Checkpoint&, Ops&, con
 
 const std::map<std::string, Loader>& loaders() {
     static const std::map<std::string, Loader> m = {
-        {"deepseek_v3", deepseek_v3_load}, {"deepseek_v32", deepseek_v3_load}, {"deepseek_v4", deepseek_v4_load},
-        {"glm_moe_dsa", deepseek_v3_load}, {"kimi_k3", kimi_load},
-        {"kimi_linear", kimi_load},        {"olmoe", olmoe_load},
+        {"deepseek_v3", deepseek_v3_load},
+        {"deepseek_v32", deepseek_v3_load},
+        {"deepseek_v4", deepseek_v4_load},
+        {"glm_moe_dsa", deepseek_v3_load},
+        {"kimi_k3", kimi_load},
+        {"kimi_linear", kimi_load},
+        {"olmoe", olmoe_load},
     };
     return m;
 }
@@ -23,9 +27,13 @@ using OpsOf = std::vector<OpUse> (*)();
 
 const std::map<std::string, OpsOf>& op_declarations() {
     static const std::map<std::string, OpsOf> m = {
-        {"deepseek_v3", deepseek_v3_ops}, {"deepseek_v32", deepseek_v32_ops}, {"deepseek_v4", deepseek_v4_ops},
-        {"glm_moe_dsa", glm_moe_dsa_ops}, {"kimi_k3", kimi_k3_ops},
-        {"kimi_linear", kimi_linear_ops}, {"olmoe", olmoe_ops},
+        {"deepseek_v3", deepseek_v3_ops},
+        {"deepseek_v32", deepseek_v32_ops},
+        {"deepseek_v4", deepseek_v4_ops},
+        {"glm_moe_dsa", glm_moe_dsa_ops},
+        {"kimi_k3", kimi_k3_ops},
+        {"kimi_linear", kimi_linear_ops},
+        {"olmoe", olmoe_ops},
     };
     return m;
 }

@@ -83,7 +83,8 @@ std::pair<int64_t, int64_t> parse_slice(const std::string& name, size_t& pos) {
 
 }  // namespace
 
-const TensorInfo* expert_part_resolve(const Checkpoint& ckpt, const std::string& name, std::deque<TensorInfo>& slices) {
+const TensorInfo* expert_part_resolve(const Checkpoint& ckpt, const std::string& name,
+                                      std::deque<TensorInfo>& slices) {
     const size_t open = name.find('[');
     if (open == std::string::npos) return ckpt.find(name);
     const TensorInfo* base = ckpt.find(name.substr(0, open));
@@ -95,8 +96,8 @@ const TensorInfo* expert_part_resolve(const Checkpoint& ckpt, const std::string&
         check(!t.shape.empty(), "expert store: {} slices a scalar", name);
         const uint64_t row_bytes = t.nbytes / uint64_t(std::max<int64_t>(t.shape[0], 1));
         if (b < 0) {  // item a of the first dimension
-            check(a >= 0 && a < t.shape[0] && t.shape.size() >= 2, "expert store: {} is out of range of [{}]", name,
-                  fmt::join(base->shape, "x"));
+            check(a >= 0 && a < t.shape[0] && t.shape.size() >= 2, "expert store: {} is out of range of [{}]",
+                  name, fmt::join(base->shape, "x"));
             t.offset += uint64_t(a) * row_bytes;
             t.nbytes = row_bytes;
             t.shape.erase(t.shape.begin());

@@ -46,7 +46,8 @@ struct ExpertLocation {
 // "<tensor>[a:b]" rows a to b - 1 of it; "<tensor>[i][a:b]" both. Slices are contiguous bytes of the tensor.
 // Resolves `name` to its TensorInfo: the checkpoint's own, or a slice's kept in `slices`; nullptr when the
 // tensor is not in the checkpoint. A malformed or out-of-range slice is a coli::Error naming it.
-const TensorInfo* expert_part_resolve(const Checkpoint& ckpt, const std::string& name, std::deque<TensorInfo>& slices);
+const TensorInfo* expert_part_resolve(const Checkpoint& ckpt, const std::string& name,
+                                      std::deque<TensorInfo>& slices);
 
 // The byte-range index of all routed experts, built once from the checkpoint's headers.
 class ExpertIndex {
@@ -72,7 +73,7 @@ public:
 private:
     int n_layers_ = 0, n_experts_ = 0;
     std::vector<ExpertLocation> experts_;  // key(layer, expert); empty for layers without experts
-    std::deque<TensorInfo> slices_;        // the parts that are slices of a checkpoint tensor (stable addresses)
+    std::deque<TensorInfo> slices_;  // the parts that are slices of a checkpoint tensor (stable addresses)
     std::vector<char> layer_has_;
     std::vector<uint64_t> layer_max_buffer_;
     uint64_t max_buffer_ = 0, total_bytes_ = 0;

@@ -20,7 +20,8 @@ namespace {
 constexpr const char* kV4Fixtures[] = {"deepseek_v4", "deepseek_v4_orig"};
 
 // Logits of the prompt fed in calls that end at `cuts` (then the rest), on a fresh session.
-std::vector<float> logits_in_calls(Engine& engine, std::span<const int32_t> ids, const std::vector<size_t>& cuts) {
+std::vector<float> logits_in_calls(Engine& engine, std::span<const int32_t> ids,
+                                   const std::vector<size_t>& cuts) {
     Session session(engine.model());
     std::vector<float> all;
     size_t begin = 0;
@@ -47,7 +48,8 @@ std::unique_ptr<Engine> engine_for(const test::Fixture& fx) {
 // (a call's matmuls see different row counts, which never changes a row's bits; attention sums the same keys
 // in the same order).
 TEST(DeepseekV4, PromptSplitAnywhereMatchesOnePrefill) {
-    const std::vector<std::vector<size_t>> splits = {{1}, {3}, {4}, {8}, {13}, {13, 27}, {5, 6, 7, 17, 33}, {39}};
+    const std::vector<std::vector<size_t>> splits = {{1}, {3}, {4}, {8}, {13}, {13, 27}, {5, 6, 7, 17, 33},
+                                                     {39}};
     for (const char* name : kV4Fixtures) {
         const test::Fixture fx = test::fixture_load(name);
         const auto engine = engine_for(fx);
@@ -71,9 +73,10 @@ TEST(DeepseekV4, SummaryNamesLayersAndCache) {
         const auto engine = engine_for(fx);
         const ModelSummary& m = engine->model().summary();
         EXPECT_EQ(m.family, "deepseek_v4");
-        EXPECT_NE(m.architecture.find("1 sliding, 2 CSA, 2 HCA; 2 hash-routed"), std::string::npos) << m.architecture;
-        // Per token: a CSA entry (32 floats) and indexer key (16) every 4 tokens in 2 layers, an HCA entry every
-        // 8 in 2 layers: 2 * 48 * 4 / 4 + 2 * 32 * 4 / 8 = 128 bytes.
+        EXPECT_NE(m.architecture.find("1 sliding, 2 CSA, 2 HCA; 2 hash-routed"), std::string::npos)
+            << m.architecture;
+        // Per token: a CSA entry (32 floats) and indexer key (16) every 4 tokens in 2 layers, an HCA entry
+        // every 8 in 2 layers: 2 * 48 * 4 / 4 + 2 * 32 * 4 / 8 = 128 bytes.
         EXPECT_EQ(m.kv_bytes_per_token, 128u);
         EXPECT_GT(m.state_bytes, 0u);
         EXPECT_NE(m.kv_detail.find("CSA"), std::string::npos);

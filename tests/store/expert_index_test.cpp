@@ -137,7 +137,8 @@ TEST(ExpertIndex, SlicesOfFusedTensors) {
     auto ckpt = Checkpoint::open(tmp.path());
     ExpertLayout layout{1, kE, 1, [](int, int e) -> std::vector<std::string> {
                             return {fmt::format("gate_up[{}][0:{}]", e, kI),
-                                    fmt::format("gate_up[{}][{}:{}]", e, kI, 2 * kI), fmt::format("down[{}]", e)};
+                                    fmt::format("gate_up[{}][{}:{}]", e, kI, 2 * kI),
+                                    fmt::format("down[{}]", e)};
                         }};
     ExpertIndex index(*ckpt, layout);
     const uint64_t f = sizeof(float), base = ckpt->get("gate_up").offset;
@@ -151,7 +152,8 @@ TEST(ExpertIndex, SlicesOfFusedTensors) {
     EXPECT_EQ(e2.parts[2].info->offset, ckpt->get("down").offset + 2 * kD * kI * f);
     EXPECT_EQ(e2.bytes, uint64_t(3 * kI * kD) * f);
     layout.tensor_names = [](int, int) -> std::vector<std::string> { return {"down[3]"}; };
-    EXPECT_NE(error_of([&] { ExpertIndex bad(*ckpt, layout); }).find("down[3] is out of range"), std::string::npos);
+    EXPECT_NE(error_of([&] { ExpertIndex bad(*ckpt, layout); }).find("down[3] is out of range"),
+              std::string::npos);
     layout.tensor_names = [](int, int) -> std::vector<std::string> { return {"down[0][2:9]"}; };
     EXPECT_NE(error_of([&] { ExpertIndex bad(*ckpt, layout); }).find("out of range"), std::string::npos);
 }
