@@ -136,7 +136,10 @@ public:
                                .n_experts = cfg_.n_experts,
                                .top_k = cfg_.top_k,
                                .dense = ckpt.get(layer_name(0, kWqA)).dtype,
-                               .experts = first_gate ? std::string(dtype_name(first_gate->dtype)) : "missing",
+                               .experts = !first_gate ? "missing"
+                                          : first_gate->dtype == DType::i8
+                                              ? "MXFP4 (I8 + E8M0 scales)"
+                                              : std::string(dtype_name(first_gate->dtype)),
                                .embed_name = orig_ ? "embed.weight" : "model.embed_tokens.weight",
                                .norm_name = orig_ ? "norm.weight" : "model.norm.weight",
                                .head_name = orig_ ? "head.weight" : "lm_head.weight"};
@@ -452,9 +455,10 @@ private:
             cfg_.head_dim, cfg_.rope_dim, cfg_.window, cfg_.q_lora, cfg_.o_groups, cfg_.o_lora,
             cfg_.index_heads, cfg_.index_dim, cfg_.index_topk, cfg_.hc_mult, cfg_.n_experts, cfg_.top_k,
             cfg_.d_expert, cfg_.vocab,
-            mtp_tensors ? fmt::format("; MTP ({} layer{}, {} tensors) not loaded", cfg_.mtp_layers,
-                                      cfg_.mtp_layers == 1 ? "" : "s", mtp_tensors)
-                        : "");
+            mtp_tensors
+                ? fmt::format("; MTP ({} layer{}, {} tensor{}) not loaded", cfg_.mtp_layers,
+                              cfg_.mtp_layers == 1 ? "" : "s", mtp_tensors, mtp_tensors == 1 ? "" : "s")
+                : "");
         summary_.expert_count = uint64_t(cfg_.n_layers) * cfg_.n_experts;
         // Per token: each compressed layer grows by one entry (and CSA one indexer key) every ratio tokens.
         // Fixed per session: the sliding rings and the compressors' raw rows.
