@@ -164,10 +164,19 @@ void random_fill(void* dst, DType dtype, int64_t first, int64_t count, uint64_t 
             return fill_values(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_bf16, pool);
         case DType::f16:
             return fill_values(static_cast<uint16_t*>(dst), first, count, seed, dist, f32_to_f16, pool);
+        case DType::f8_e4m3:
+            return fill_values(static_cast<uint8_t*>(dst), first, count, seed, dist, f32_to_fp8_e4m3, pool);
         case DType::u8:
+        case DType::i8:       // packed 4-bit codes: any byte
+        case DType::f8_e8m0:  // scale exponents
             return fill_codes(static_cast<uint8_t*>(dst), first, count, seed, dist, pool);
+        case DType::i64:
+            return fill_values(
+                static_cast<int64_t*>(dst), first, count, seed, dist,
+                [](float v) { return static_cast<int64_t>(std::floor(v)); }, pool);
         default:
-            fail("random weights can be written as F32, BF16, F16 or U8, not {}", dtype_name(dtype));
+            fail("random weights can be written as F32, BF16, F16, F8_E4M3, U8, I8, F8_E8M0 or I64, not {}",
+                 dtype_name(dtype));
     }
 }
 

@@ -26,15 +26,18 @@ struct ValueDist {
     float std = 0;     // standard deviation; values are uniform in center +- std * sqrt(3)
 };
 
-// Integer codes uniform in [lo, hi], for U8 tensors: the interval [lo, hi + 1) as a ValueDist.
+// Integer codes uniform in [lo, hi], for U8 / I8 / E8M0 / I64 tensors: the interval [lo, hi + 1) as a
+// ValueDist.
 ValueDist uniform_codes(int lo, int hi);
 
 // A 64-bit seed for one tensor: the run seed mixed with the tensor name.
 uint64_t tensor_seed(uint64_t run_seed, std::string_view name);
 
 // Writes elements [first, first + count) of the tensor seeded by `seed` into dst, encoded as dtype
-// (f32, bf16 or f16; u8 stores integer codes uniform over the whole numbers of dist's interval, its ends
-// rounded and clamped to [0, 256)), count * dtype_size(dtype) bytes. Runs on the pool's threads.
+// (f32, bf16, f16, or f8_e4m3 rounded to the nearest code; u8, i8 and f8_e8m0 store byte codes uniform
+// over the whole numbers of dist's interval, its ends rounded and clamped to [0, 256); i64 stores the
+// integers of dist's interval, as uniform_codes gives it, rounded down), count * dtype_size(dtype) bytes.
+// Runs on the pool's threads.
 void random_fill(void* dst, DType dtype, int64_t first, int64_t count, uint64_t seed, ValueDist dist,
                  ThreadPool& pool);
 
