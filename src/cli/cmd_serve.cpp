@@ -55,7 +55,7 @@ void serve(ServeArgs& a) {
                  a.server.host);
     fmt::print(stderr,
                "listening on http://{}:{} (/v1/chat/completions, /v1/completions, /v1/messages, /v1/models, "
-               "/metrics, /health; status page at /){}\n",
+               "/tokenize, /detokenize, /apply-template, /metrics, /health; status page at /){}\n",
                a.server.host, port, a.server.api_key.empty() ? "" : "; API key required");
 
     check(::pipe(g_signal_pipe) == 0, "cannot create a pipe for signal handling");

@@ -48,5 +48,6 @@ void cmd_bench_attention_add(CLI::App& app);
 void cmd_test_ops_add(CLI::App& app);
 void cmd_backends_add(CLI::App& app);
 void cmd_serve_add(CLI::App& app);
+void cmd_tokenize_add(CLI::App& app);
 
 }  // namespace coli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     coli::cmd_test_ops_add(app);
     coli::cmd_backends_add(app);
     coli::cmd_serve_add(app);
+    coli::cmd_tokenize_add(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -70,6 +70,9 @@ public:
     void reset();                              // forget the turns and the cache
     const Session& session() const { return session_; }
     const text::Tokenizer& tokenizer() const { return *tokenizer_; }
+    // The chat template, or null when opened without one. Like the tokenizer, never changed after
+    // construction: other threads may read both while this one generates.
+    const text::ChatTemplate* chat_template() const { return template_.get(); }
 
 private:
     Session session_;

@@ -49,4 +49,21 @@ GenerationRequest chat_request_parse(std::string_view body, const RequestLimits&
 GenerationRequest completion_request_parse(std::string_view body, const RequestLimits& limits);
 GenerationRequest messages_request_parse(std::string_view body, const RequestLimits& limits);
 
+// The text endpoints, in the shapes llama.cpp's server uses. Their parsers throw ApiException (400) too.
+
+// POST /tokenize: {"content": string, "add_special": bool = false, "with_pieces": bool = false}.
+struct TokenizeRequest {
+    std::string content;       // the text to tokenize
+    bool add_special = false;  // add what the tokenizer's post-processor adds (BOS and the like)
+    bool with_pieces = false;  // answer {"id", "piece"} objects instead of bare ids
+};
+TokenizeRequest tokenize_request_parse(std::string_view body);
+
+// POST /detokenize: {"tokens": [id, ...]}, every id below vocab_size.
+std::vector<int32_t> detokenize_request_parse(std::string_view body, int32_t vocab_size);
+
+// POST /apply-template: {"messages": [...]} as /v1/chat/completions takes them (other fields ignored, as
+// llama.cpp ignores them).
+std::vector<text::ChatMessage> apply_template_request_parse(std::string_view body);
+
 }  // namespace coli::server

@@ -298,4 +298,37 @@ GenerationRequest messages_request_parse(std::string_view body, const RequestLim
     return r;
 }
 
+TokenizeRequest tokenize_request_parse(std::string_view body) {
+    const json j = body_parse(body);
+    TokenizeRequest r;
+    const json* content = field(j, "content");
+    if (!content) invalid_request("'content' is required: the text to tokenize", "content");
+    r.content = string_get(*content, "content");
+    if (const json* v = field(j, "add_special")) r.add_special = bool_get(*v, "add_special");
+    if (const json* v = field(j, "with_pieces")) r.with_pieces = bool_get(*v, "with_pieces");
+    return r;
+}
+
+std::vector<int32_t> detokenize_request_parse(std::string_view body, int32_t vocab_size) {
+    const json j = body_parse(body);
+    const json* tokens = field(j, "tokens");
+    if (!tokens) invalid_request("'tokens' is required: the token ids to turn into text", "tokens");
+    if (!tokens->is_array())
+        invalid_request(fmt::format("'tokens' must be an array of token ids, not {}", type_name(*tokens)),
+                        "tokens");
+    std::vector<int32_t> ids;
+    ids.reserve(tokens->size());
+    for (size_t i = 0; i < tokens->size(); ++i)
+        ids.push_back(static_cast<int32_t>(integer_get((*tokens)[i], fmt::format("tokens[{}]", i), 0,
+                                                       static_cast<int64_t>(vocab_size) - 1)));
+    return ids;
+}
+
+std::vector<text::ChatMessage> apply_template_request_parse(std::string_view body) {
+    const json j = body_parse(body);
+    GenerationRequest r;
+    messages_append(j, MessageDialect::openai, r);
+    return std::move(r.messages);
+}
+
 }  // namespace coli::server

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <functional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -15,6 +16,7 @@
 #include "server/request.h"
 #include "server/status_page_html.h"  // generated from status_page.html
 #include "server/status_page_js.h"    // generated from status_page.js
+#include "server/text_api.h"
 #include "server/worker.h"
 
 namespace coli::server {
@@ -39,6 +41,9 @@ std::string endpoint_name(const std::string& path) {
     if (path == "/v1/models") return "models";
     if (path == "/health") return "health";
     if (path == "/metrics") return "metrics";
+    if (path == "/tokenize") return "tokenize";
+    if (path == "/detokenize") return "detokenize";
+    if (path == "/apply-template") return "apply_template";
     if (path == "/" || path == "/status.js" || path == "/api/status") return "status";
     return "other";
 }
@@ -102,6 +107,7 @@ struct Server::Impl {
 
     void routes_add();
     void generate_handle(ApiKind api, const httplib::Request& req, httplib::Response& res);
+    void text_routes_add();
     bool authorized(const httplib::Request& req) const;
 
     ServerOptions opts;    // as given, model_id filled in
@@ -208,6 +214,38 @@ void Server::Impl::routes_add() {
     });
     http.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
         generate_handle(ApiKind::messages, req, res);
+    });
+    text_routes_add();
+}
+
+// The text endpoints answer on the HTTP thread from the immutable tokenizer and template; bad input is a
+// 400 in OpenAI's error shape, as on the other endpoints.
+void Server::Impl::text_routes_add() {
+    const auto answer = [](httplib::Response& res, const std::function<std::string()>& body) {
+        try {
+            res.set_content(body(), kJson);
+        } catch (const ApiException& e) {
+            error_send(res, e.error, false);
+        }
+    };
+    http.Post("/tokenize", [this, answer](const httplib::Request& req, httplib::Response& res) {
+        answer(res, [&] { return tokenize_body(worker.tokenizer(), tokenize_request_parse(req.body)); });
+    });
+    http.Post("/detokenize", [this, answer](const httplib::Request& req, httplib::Response& res) {
+        answer(res, [&] {
+            const text::Tokenizer& tokenizer = worker.tokenizer();
+            return detokenize_body(tokenizer, detokenize_request_parse(req.body, tokenizer.vocab_size()));
+        });
+    });
+    http.Post("/apply-template", [this, answer](const httplib::Request& req, httplib::Response& res) {
+        answer(res, [&] {
+            const std::vector<text::ChatMessage> messages = apply_template_request_parse(req.body);
+            const text::ChatTemplate* tmpl = worker.chat_template();
+            if (!tmpl)
+                invalid_request("this model has no chat template: there is nothing to apply", "messages",
+                                "chat_unsupported");
+            return apply_template_body(*tmpl, messages);
+        });
     });
 }
 

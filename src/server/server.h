@@ -1,6 +1,7 @@
 // `coli serve`: the HTTP server. OpenAI's /v1/models, /v1/chat/completions and /v1/completions,
-// Anthropic's /v1/messages, /health, /metrics (Prometheus), and a status page at / that reads
-// /api/status. Generation requests go through one Worker; every other endpoint answers at once.
+// Anthropic's /v1/messages, llama.cpp's /tokenize, /detokenize and /apply-template, /health, /metrics
+// (Prometheus), and a status page at / that reads /api/status. Generation requests go through one Worker;
+// every other endpoint answers at once.
 #pragma once
 
 #include <cstddef>

@@ -31,6 +31,11 @@ public:
     void stop();
     bool stopping() const;
 
+    // The model's tokenizer and chat template (null when it has none), for the text endpoints: immutable,
+    // so any HTTP thread may use them while this worker generates.
+    const text::Tokenizer& tokenizer() const { return conversation_->tokenizer(); }
+    const text::ChatTemplate* chat_template() const { return conversation_->chat_template(); }
+
 private:
     void loop();
     void job_run(Job& job);
