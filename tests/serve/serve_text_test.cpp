@@ -30,7 +30,9 @@ void bad_request_expect(const httplib::Result& r, const std::string& code = {}) 
     ASSERT_TRUE(body.is_object() && body.contains("error") && body["error"].is_object()) << r->body;
     EXPECT_TRUE(body["error"]["message"].is_string()) << r->body;
     EXPECT_EQ(body["error"]["type"], "invalid_request_error") << r->body;
-    if (!code.empty()) EXPECT_EQ(body["error"]["code"], code) << r->body;
+    if (!code.empty()) {
+        EXPECT_EQ(body["error"]["code"], code) << r->body;
+    }
 }
 
 // `coli tokenize --model models/demo ARGS` and its stdout.
@@ -62,7 +64,7 @@ TEST(ServeText, TokenizeDetokenizeApplyTemplate) {
     EXPECT_EQ(special["tokens"], json(cli_ids(text, true)));
 
     const json back = body_of(c->Post("/detokenize", json{{"tokens", ids["tokens"]}}.dump(), kJsonType));
-    EXPECT_EQ(back, json{{"content", text}});
+    EXPECT_EQ(back, (json{{"content", text}}));
 
     // Pieces: a string where the bytes are whole UTF-8 characters, else the list of byte values; together
     // they are the text's bytes.
@@ -90,9 +92,10 @@ TEST(ServeText, TokenizeDetokenizeApplyTemplate) {
     const json messages = {{{"role", "system"}, {"content", "Be brief."}},
                            {{"role", "user"}, {"content", "Who created the heaven?"}}};
     const json prompt = body_of(c->Post("/apply-template", json{{"messages", messages}}.dump(), kJsonType));
-    ScratchDir scratch("serve-text");
+    TempDir scratch("serve-text");
     write_bytes(scratch / "chat.json", messages.dump());
-    EXPECT_EQ(prompt, json{{"prompt", cli_tokenize("--chat '" + (scratch / "chat.json").string() + "'")}});
+    const std::string cli_prompt = cli_tokenize("--chat '" + (scratch / "chat.json").string() + "'");
+    EXPECT_EQ(prompt, (json{{"prompt", cli_prompt}}));
 }
 
 TEST(ServeText, BadInputGets400) {
@@ -114,7 +117,7 @@ TEST(ServeText, BadInputGets400) {
     bad_request_expect(c->Post("/apply-template", R"({"prompt": "not messages"})", kJsonType));
     // Still serving.
     const json ok = body_of(c->Post("/detokenize", R"({"tokens": []})", kJsonType));
-    EXPECT_EQ(ok, json{{"content", ""}});
+    EXPECT_EQ(ok, (json{{"content", ""}}));
 }
 
 }  // namespace
