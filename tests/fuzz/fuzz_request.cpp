@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes as the JSON body of /v1/chat/completions, /v1/completions and
-// /v1/messages, through the parsers `coli serve` uses. An ApiException with a 400 and a one-line message is
-// the expected answer to bad input; any other exception, a crash, or an accepted request that breaks the
-// promises of GenerationRequest is a bug.
+// /v1/messages (and of the text endpoints /tokenize, /detokenize, /apply-template), through the parsers
+// `coli serve` uses. An ApiException with a 400 and a one-line message is the expected answer to bad input;
+// any other exception, a crash, or an accepted request that breaks the promises of GenerationRequest is a
+// bug.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,29 @@ void drive(Parse parse, std::string_view body) {
     }
 }
 
+// The text endpoints' parsers: a rejection is checked as above; what they accept keeps their promises.
+constexpr int32_t kVocab = 100;
+
+void text_drive(std::string_view body) {
+    try {
+        tokenize_request_parse(body);
+    } catch (const ApiException& e) {
+        rejected_check(e.error);
+    }
+    try {
+        for (int32_t id : detokenize_request_parse(body, kVocab))
+            expect(id >= 0 && id < kVocab, "ids in the vocabulary");
+    } catch (const ApiException& e) {
+        rejected_check(e.error);
+    }
+    try {
+        for (const auto& m : apply_template_request_parse(body))
+            expect(m.role == "system" || m.role == "user" || m.role == "assistant", "a known role");
+    } catch (const ApiException& e) {
+        rejected_check(e.error);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -63,5 +87,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     drive(chat_request_parse, body);
     drive(completion_request_parse, body);
     drive(messages_request_parse, body);
+    text_drive(body);
     return 0;
 }
