@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # Debian packages the build and the tests need; see README.md "Dependencies".
 packages=(build-essential cmake ninja-build pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev
           libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
-          glslc libvulkan-dev mesa-vulkan-drivers)
+          glslc libvulkan-dev mesa-vulkan-drivers libspirv-cross-c-shared-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -70,6 +70,8 @@ foreach(b ${coli_vk_builds})
                      COMMENT "glslc ${name}"
                      VERBATIM)
   list(APPEND coli_vk_incs ${out})
+  # The Metal kernels are generated from this SPIR-V (metal/backend.cmake).
+  set_property(GLOBAL APPEND PROPERTY COLI_VULKAN_SPIRV "${name}|${out}")
   string(APPEND coli_vk_arrays "const uint32_t k_${name}[] =\n#include \"${name}.spv.inc\"\n;\n")
   string(APPEND coli_vk_table "        {\"${name}\", k_${name}},\n")
 endforeach()
