@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian 12, as root), configures and builds colibri into build/.
+# Installs what is missing (Debian 12, as root), configures colibri into build/ and builds `coli` (only
+# what running needs; scripts/test.sh builds the tests and benchmarks too).
 # Usage: scripts/build.sh [extra cmake -D options]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the build and the tests need; see README.md "Dependencies".
+# Debian packages the build needs (GoogleTest and Google Benchmark too: the configuration declares the tests
+# and benchmarks, which scripts/test.sh builds); see README.md "Dependencies".
 packages=(build-essential cmake ninja-build pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev
-          libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libcpp-httplib-dev libedit-dev libgtest-dev libgmock-dev libbenchmark-dev
           glslc libvulkan-dev mesa-vulkan-drivers libspirv-cross-c-shared-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -29,4 +31,4 @@ fi
 # The Vulkan backend is always built: glslc and the headers are Debian packages, and Mesa's lavapipe
 # (mesa-vulkan-drivers) is a Vulkan device on the CPU, so its tests run everywhere, CI included.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLI_VULKAN=ON "${cuda[@]}" "$@" >/dev/null
-cmake --build build -j"$(nproc)"
+cmake --build build -j"$(nproc)" --target coli

@@ -56,7 +56,7 @@ void info(const EngineOptions& opts) {
 void cmd_info_add(CLI::App& app) {
     auto opts = std::make_shared<EngineOptions>();
     CLI::App* cmd = app.add_subcommand("info", "Show a model's architecture, sizes by part and memory plan");
-    model_flags_add(*cmd, *opts);
+    model_flags_add(*cmd, *opts, false);
     cmd->callback([opts] { info(*opts); });
 }
 

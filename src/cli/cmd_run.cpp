@@ -1,6 +1,7 @@
 // `coli run`: generate from a prompt given as text (streamed as text) or as token ids.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -38,39 +39,60 @@ void speed_print(const GenerationStats& g) {
                g.decode_tokens, g.decode_seconds, g.decode_tokens / std::max(g.decode_seconds, 1e-9));
 }
 
+// The tokens a run may generate after a prompt of prompt_tokens: what was asked, or fewer where the context
+// ends first (then a note on stderr says so once the run stops there).
+int tokens_in_context(const RunArgs& a, Engine& engine, size_t prompt_tokens) {
+    const int64_t ctx = engine.model().summary().max_ctx;
+    check(static_cast<int64_t>(prompt_tokens) < ctx, "the prompt is {} tokens, the context is {} (--ctx)",
+          prompt_tokens, ctx);
+    return static_cast<int>(std::min<int64_t>(a.max_tokens, ctx - static_cast<int64_t>(prompt_tokens)));
+}
+
+void context_note(const RunArgs& a, Engine& engine, size_t prompt_tokens, size_t generated, int limit) {
+    if (limit < a.max_tokens && static_cast<int>(generated) == limit)
+        fmt::print(stderr,
+                   "stopped at the context's end: {} prompt + {} generated tokens fill the context of {}\n",
+                   prompt_tokens, generated, engine.model().summary().max_ctx);
+}
+
 void run_ids(const RunArgs& a) {
     const std::vector<int32_t> prompt = ids_parse(a.ids);
     Engine engine(a.engine);
     ids_check(prompt, engine.model().summary().vocab);  // before anything is printed: a one-line error
+    const int limit = tokens_in_context(a, engine, prompt.size());
     header_print(engine);
     Session session(engine.model());
     Sampler sampler(a.sampler);
     const std::vector<int32_t> stop = a.ignore_eos ? std::vector<int32_t>{} : eos_ids(engine.checkpoint());
-    const std::vector<int32_t> out = session.generate(prompt, a.max_tokens, sampler, stop);
+    const std::vector<int32_t> out = session.generate(prompt, limit, sampler, stop);
     speed_print(session.last_stats());
     stats_print(engine);
+    context_note(a, engine, prompt.size(), out.size(), limit);
     if (a.print_ids) fmt::print("{}\n", fmt::join(out, ","));
 }
 
 void run_text(const RunArgs& a) {
     Engine engine(a.engine);
     Conversation conversation(engine.model(), engine.checkpoint(), a.chat);
+    std::vector<text::ChatMessage> messages;
+    if (!a.system.empty()) messages.push_back({"system", a.system});
+    messages.push_back({"user", a.prompt});
+    const std::vector<int32_t> ids =
+        a.chat ? conversation.chat_ids(messages) : conversation.prompt_ids(a.prompt);
+    const int limit = tokens_in_context(a, engine, ids.size());
     header_print(engine);
     Sampler sampler(a.sampler);
-    const auto stream = [](const std::string& piece) {
-        fmt::print("{}", piece);
-        std::fflush(stdout);
-    };
-    if (a.chat) {
-        if (!a.system.empty()) conversation.system_set(a.system);
-        conversation.reply(a.prompt, a.max_tokens, sampler, stream);
-    } else {
-        conversation.complete(a.prompt, a.max_tokens, sampler, stream);
-    }
+    const GenerateResult r = conversation.generate(ids, a.chat, GenerateOptions{limit, {}, a.ignore_eos},
+                                                   sampler, [](const std::string& piece) {
+                                                       fmt::print("{}", piece);
+                                                       std::fflush(stdout);
+                                                       return true;
+                                                   });
     fmt::print("\n");
     std::fflush(stdout);  // the text ends before the statistics on stderr begin, also through a pipe
     speed_print(conversation.session().last_stats());
     stats_print(engine);
+    context_note(a, engine, ids.size(), static_cast<size_t>(r.completion_tokens), limit);
 }
 
 }  // namespace
@@ -85,13 +107,20 @@ void cmd_run_add(CLI::App& app) {
     sampler_flags_add(*cmd, args->sampler);
     cmd->add_flag("--print-ids", args->print_ids,
                   "With --ids: print the generated ids, comma-separated, last");
-    cmd->add_flag("--ignore-eos", args->ignore_eos, "With --ids: do not stop at the end-of-sequence token");
+    cmd->add_flag("--ignore-eos", args->ignore_eos, "Do not stop at end-of-sequence tokens");
     cmd->add_flag("--chat", args->chat, "Render the prompt as a user turn with the model's chat template");
     cmd->add_option("--system", args->system, "With --chat: a system message");
     cmd->callback([args] {
-        check(args->prompt.empty() != args->ids.empty(), "coli run: give either a prompt text or --ids");
-        if (!args->ids.empty()) return run_ids(*args);
-        run_text(*args);
+        const RunArgs& a = *args;
+        check(a.prompt.empty() != a.ids.empty(), "run: give either a prompt text or --ids");
+        check(a.max_tokens > 0, "run: --max-tokens must be at least 1, got {}", a.max_tokens);
+        // Flags that would otherwise be ignored are refused.
+        check(a.ids.empty() || !a.chat, "run: --chat renders a text prompt; --ids are given as they are");
+        check(!a.print_ids || !a.ids.empty(),
+              "run: --print-ids prints the ids of an --ids run; a text prompt's output is its text");
+        check(a.system.empty() || a.chat, "run: --system needs --chat (a plain prompt has no system turn)");
+        if (!a.ids.empty()) return run_ids(a);
+        run_text(a);
     });
 }
 

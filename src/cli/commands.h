@@ -30,6 +30,10 @@ void sampler_flags_add(CLI::App& cmd, SamplerOptions& opts);
 // "3,17,42" -> {3, 17, 42}; throws coli::Error on anything else.
 std::vector<int32_t> ids_parse(const std::string& text);
 
+// A command-line error of CLI11 as the text of one `coli: error:` line: names the command, the word at
+// fault and where help is (`coli run --help`).
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv);
+
 // Human-readable byte counts ("1.23 GB").
 std::string bytes_human(uint64_t bytes);
 

@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
     CLI::App app{"coli: runs Mixture-of-Experts models larger than memory, streaming experts from disk"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "coli 0.1.0");
+    app.set_version_flag("--version", "coli " COLI_VERSION);
     coli::cmd_run_add(app);
     coli::cmd_chat_add(app);
     coli::cmd_logits_add(app);
@@ -24,8 +24,11 @@ int main(int argc, char** argv) {
     coli::cmd_tokenize_add(app);
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
+    } catch (const CLI::Success& e) {  // --help, --version
         return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        fmt::print(stderr, "coli: error: {}\n", coli::parse_error_text(app, e, argc, argv));
+        return 1;
     } catch (const coli::Error& e) {
         fmt::print(stderr, "coli: error: {}\n", e.what());
         return 1;

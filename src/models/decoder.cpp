@@ -20,6 +20,10 @@ Tensor row_last(Ops& ops, const Tensor& h) {
 void Decoder::load_weights(const Checkpoint& ckpt, const LoadOptions& opts, const DecoderSpec& spec,
                            const std::function<void(WeightLoader&)>& load_layers,
                            std::function<std::vector<std::string>(int layer, int expert)> expert_tensors) {
+    // Positions beyond the model's maximum were never trained (and rope tables such as YaRN's are sized for
+    // it): a larger --ctx is refused rather than silently run.
+    check(opts.max_ctx <= spec.max_ctx, "--ctx {} is above the model's maximum context of {} tokens",
+          opts.max_ctx, spec.max_ctx);
     max_ctx_ = opts.max_ctx > 0 ? opts.max_ctx : spec.max_ctx;
     rms_eps_ = spec.rms_eps;
     WeightLoader load(ckpt, ops_, opts.dense_bits);

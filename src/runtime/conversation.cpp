@@ -1,5 +1,7 @@
 #include "runtime/conversation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -112,25 +114,39 @@ GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat
     return result;
 }
 
-void Conversation::complete(const std::string& text, int max_tokens, Sampler& sampler,
-                            const std::function<void(const std::string&)>& on_text) {
-    generate(prompt_ids(text), false, GenerateOptions{max_tokens, {}, false}, sampler,
-             [&](const std::string& piece) {
-                 if (on_text) on_text(piece);
-                 return true;
-             });
-}
-
-std::string Conversation::reply(const std::string& user_text, int max_tokens, Sampler& sampler,
-                                const std::function<void(const std::string&)>& on_text) {
+TurnResult Conversation::reply(const std::string& user_text, int max_tokens, Sampler& sampler,
+                               const std::function<bool(const std::string&)>& on_text) {
+    const int64_t ctx = session_.model().summary().max_ctx;
+    const int64_t room = std::min<int64_t>(max_tokens, ctx / 2);  // what the reply needs left in the context
+    const size_t first = !messages_.empty() && messages_.front().role == "system";  // the oldest turn
+    TurnResult turn;
     messages_.push_back({"user", user_text});
-    const GenerateResult r = generate(chat_ids(messages_), true, GenerateOptions{max_tokens, {}, false},
-                                      sampler, [&](const std::string& piece) {
-                                          if (on_text) on_text(piece);
-                                          return true;
-                                      });
-    messages_.push_back({"assistant", r.text});
-    return r.text;
+    std::vector<int32_t> ids = chat_ids(messages_);
+    // Drop the oldest turns (a user message and the replies up to the next one) while the reply has no room;
+    // the new message (the last, a user message) always stays.
+    while (static_cast<int64_t>(ids.size()) + room > ctx && messages_.size() > first + 1) {
+        const auto oldest = messages_.begin() + static_cast<std::ptrdiff_t>(first);
+        const auto next_user = std::find_if(oldest + 1, messages_.end(),
+                                            [](const text::ChatMessage& m) { return m.role == "user"; });
+        messages_.erase(oldest, next_user);
+        ++turn.dropped_turns;
+        ids = chat_ids(messages_);
+    }
+    if (static_cast<int64_t>(ids.size()) >= ctx) {
+        messages_.pop_back();
+        throw Error(fmt::format("the message is {} tokens with the chat template, the context is {}",
+                                ids.size(), ctx));
+    }
+    const int limit = static_cast<int>(std::min<int64_t>(max_tokens, ctx - static_cast<int64_t>(ids.size())));
+    try {
+        turn.generated = generate(ids, true, GenerateOptions{limit, {}, false}, sampler, on_text);
+    } catch (...) {
+        messages_.pop_back();
+        throw;
+    }
+    turn.context_end = limit < max_tokens && turn.generated.finish == FinishReason::length;
+    messages_.push_back({"assistant", turn.generated.text});
+    return turn;
 }
 
 }  // namespace coli

@@ -37,20 +37,26 @@ struct GenerateResult {
     std::string stop_matched;  // the stop string that ended the text, if one did
 };
 
+// What one chat turn did besides generating.
+struct TurnResult {
+    GenerateResult generated;
+    int dropped_turns = 0;     // the oldest user/assistant turns dropped so that this one fits the context
+    bool context_end = false;  // the reply stopped because the context is full
+};
+
 class Conversation {
 public:
     // Loads the tokenizer (and the chat template when chat is true) from the model's directory.
     Conversation(Model& model, const Checkpoint& ckpt, bool chat);
 
-    // Plain completion: encodes text (with BOS when the tokenizer's config asks for it) and continues it.
-    // on_text receives the generated text as it becomes complete UTF-8.
-    void complete(const std::string& text, int max_tokens, Sampler& sampler,
-                  const std::function<void(const std::string&)>& on_text);
-
-    // One chat turn: appends the user message, renders the whole conversation with the template,
-    // generates the assistant's reply and appends it. Returns the reply.
-    std::string reply(const std::string& user_text, int max_tokens, Sampler& sampler,
-                      const std::function<void(const std::string&)>& on_text);
+    // One chat turn: appends the user message, renders the whole conversation with the template, generates
+    // the assistant's reply and appends it (also when on_text stopped it: the part shown). When the
+    // conversation does not leave room for the reply (max_tokens, at most half the context), the oldest
+    // turns are dropped first, never the system message; a reply that reaches the context's end stops
+    // there. A message that does not fit the context by itself is an error, and the conversation stays as
+    // it was.
+    TurnResult reply(const std::string& user_text, int max_tokens, Sampler& sampler,
+                     const std::function<bool(const std::string&)>& on_text);
 
     // The ids of a completion prompt: the text encoded, with BOS when the tokenizer's config asks for it.
     std::vector<int32_t> prompt_ids(const std::string& text) const;

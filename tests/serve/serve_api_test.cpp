@@ -293,7 +293,8 @@ TEST(ServeApi, MetricsParseWithPrometheusOwnParser) {
     const CommandResult p = command_run("/usr/bin/python3 " + (dir / "parse.py").string() + " " +
                                         (dir / "metrics.txt").string() + " 2>&1");
     if (p.output.find("No module named 'prometheus_client'") != std::string::npos)
-        FAIL() << "python3-prometheus-client is missing (apt-get install python3-prometheus-client; .ci/run "
+        FAIL() << "python3-prometheus-client is missing (apt-get install python3-prometheus-client; "
+                  "scripts/test.sh "
                   "does)";
     ASSERT_EQ(p.exit_code, 0) << p.output;
     const auto has = [&](const std::string& line) {

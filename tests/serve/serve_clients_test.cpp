@@ -48,7 +48,7 @@ TEST(ServeClients, OfficialOpenAIAndAnthropicSdks) {
     for (const char* pkg : {"openai", "@anthropic-ai/sdk"})
         ASSERT_TRUE(fs::exists(kClientsDir / "node_modules" / pkg))
             << "the npm package " << pkg << " is not installed: run `npm ci --prefix tests/serve/clients` "
-            << "(.ci/run does)";
+            << "(scripts/test.sh does)";
     ServeProcess server;
     const CommandResult r = command_run("node " + (kClientsDir / "clients.mjs").string() + " " +
                                         server.base_url() + " " + kDemoId + " 2>&1");
@@ -61,7 +61,8 @@ TEST(ServeClients, OfficialOpenAIAndAnthropicSdks) {
 
 TEST(ServeClients, StatusPageShowsLiveNumbersInChromium) {
     const std::string chromium = chromium_command();
-    ASSERT_FALSE(chromium.empty()) << "chromium is not installed: apt-get install chromium (.ci/run does)";
+    ASSERT_FALSE(chromium.empty())
+        << "chromium is not installed: apt-get install chromium (scripts/test.sh does)";
     ServeProcess server;
     auto c = server.client();
     TempDir profile("chromium");

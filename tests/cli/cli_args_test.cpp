@@ -1,0 +1,84 @@
+// The command line itself: every argument error is one `coli: error:` line with exit code 1 that names the
+// word at fault, flags that a run would ignore are refused, and a run stops at the context's end with a
+// note rather than an error. Runs the built binary on the bundled demo model (its context: 512 tokens).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/process.h"
+
+namespace coli {
+namespace {
+
+constexpr int kDemoContext = 512;  // models/demo/config.json max_position_embeddings
+
+void expect_one_line_error(const test::ProcessResult& r, const std::string& fragment) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("coli: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << "'" << fragment << "' not named in: " << r.err;
+    EXPECT_EQ(r.out, "") << "nothing on stdout";
+}
+
+TEST(CliArgs, UnknownCommandsAndFlagsAreOneLineErrors) {
+    expect_one_line_error(test::coli_run(""), "no command given");
+    expect_one_line_error(test::coli_run("frobnicate"), "unknown command 'frobnicate'");
+    expect_one_line_error(test::coli_run("--frobnicate"), "--frobnicate");
+    expect_one_line_error(test::coli_run("run --bogus-flag hi"), "--bogus-flag");
+    expect_one_line_error(test::coli_run("info --bogus-flag"), "--bogus-flag");
+    expect_one_line_error(test::coli_run("serve --port"), "--port");  // missing value
+    expect_one_line_error(test::coli_run("run -n many hi"), "many");  // malformed value
+    expect_one_line_error(test::coli_run("run --temperature warm hi"), "--temperature");
+    expect_one_line_error(test::coli_run("run hi --max-tokens"), "coli run --help");  // where help is
+}
+
+TEST(CliArgs, HelpAndVersionSucceed) {
+    const auto version = test::coli_run("--version");
+    EXPECT_EQ(version.exit_code, 0) << version.err;
+    EXPECT_EQ(version.out.rfind("coli ", 0), 0u) << version.out;
+    const auto help = test::coli_run("run --help");
+    EXPECT_EQ(help.exit_code, 0) << help.err;
+    EXPECT_NE(help.out.find("--max-tokens"), std::string::npos) << help.out;
+}
+
+TEST(CliArgs, InfoDefaultsToTheDemoModel) {
+    const auto r = test::coli_run("info --hot-set none");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("models/demo"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("family:       olmoe"), std::string::npos) << r.out;
+}
+
+TEST(CliArgs, FlagsARunWouldIgnoreAreRefused) {
+    expect_one_line_error(test::coli_run("run --print-ids hi --hot-set none"), "--print-ids");
+    expect_one_line_error(test::coli_run("run --system 'be brief' hi --hot-set none"), "--system");
+    expect_one_line_error(test::coli_run("run --ids 1,2 --chat --hot-set none"), "--chat");
+    expect_one_line_error(test::coli_run("run -n 0 hi --hot-set none"), "--max-tokens");
+    expect_one_line_error(test::coli_run("run -n -3 hi --hot-set none"), "--max-tokens");
+    expect_one_line_error(test::coli_run("chat -n 0 --hot-set none"), "--max-tokens");
+    expect_one_line_error(test::coli_run("run --ctx 100000 hi --hot-set none"), "--ctx 100000");
+}
+
+// --ignore-eos does what it says with a text prompt too: the run goes on to the context's end.
+TEST(CliArgs, ARunStopsAtTheContextsEndWithANote) {
+    const auto text =
+        test::coli_run("run -n 1000 --ignore-eos --temperature 0 'In the beginning' --hot-set none");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_EQ(text.err.find("error"), std::string::npos) << text.err;
+    EXPECT_NE(text.err.find(std::to_string(kDemoContext)), std::string::npos) << text.err;
+    EXPECT_NE(text.err.find("stopped at the context's end"), std::string::npos) << text.err;
+
+    const auto ids =
+        test::coli_run("run -n 1000 --ignore-eos --temperature 0 --ids 1,2,3 --print-ids --hot-set none");
+    ASSERT_EQ(ids.exit_code, 0) << ids.err;
+    const std::string last = test::last_line(ids.out);
+    EXPECT_EQ(std::count(last.begin(), last.end(), ',') + 1, kDemoContext - 3) << "every position filled";
+    EXPECT_NE(ids.err.find("3 prompt + 509 generated tokens fill the context of 512"), std::string::npos)
+        << ids.err;
+
+    const auto prompt_too_long = test::coli_run("run --ctx 2 --ids 1,2,3 --hot-set none");
+    expect_one_line_error(prompt_too_long, "the prompt is 3 tokens, the context is 2");
+}
+
+}  // namespace
+}  // namespace coli
