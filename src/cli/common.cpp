@@ -25,12 +25,14 @@ std::filesystem::path default_model_dir() {
 }
 
 void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
-    auto* model = cmd.add_option("--model,-m", o.model_dir, "Model directory (config.json + safetensors)");
+    auto* model = cmd.add_option("--model,-m", o.model_dir,
+                                 "Model directory (config.json + safetensors), or a Hugging Face repo id "
+                                 "(org/name[@revision]) in the local Hugging Face cache");
     if (model_required) {
         model->required();
     } else {
         o.model_dir = default_model_dir();
-        model->description("Model directory (config.json + safetensors); default: the bundled demo model")
+        model->description(model->get_description() + "; default: the bundled demo model")
             ->capture_default_str();
     }
     cmd.add_option("--backend,-b", o.backend, "Backend: " + backend_names())->capture_default_str();

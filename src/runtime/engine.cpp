@@ -4,6 +4,7 @@
 #include "backend/registry.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "io/model_path.h"
 
 namespace coli {
 
@@ -15,7 +16,8 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     // from under anyone holding it.
     if (opts.threads > 0) own_pool_ = std::make_unique<ThreadPool>(opts.threads);
     ThreadPool& pool = own_pool_ ? *own_pool_ : default_pool();
-    ckpt_ = Checkpoint::open(opts.model_dir);
+    // A directory, or a Hugging Face repo id found in the local Hugging Face cache.
+    ckpt_ = Checkpoint::open(model_path_resolve(opts.model_dir.string()));
     cpu_ = std::make_unique<CpuBackend>(pool);
     check(opts.vram_gb >= 0, "--vram-gb must be >= 0, got {}", opts.vram_gb);
     backend_ = backend_create(
@@ -32,7 +34,7 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     load.store.io_threads = opts.io_threads;
     load.store.direct_io = opts.direct_io;
     if (opts.hot_set == "auto")
-        load.store.hot_set = opts.model_dir / kHotSetFile;
+        load.store.hot_set = ckpt_->dir() / kHotSetFile;
     else if (opts.hot_set != "none")
         load.store.hot_set = opts.hot_set;
     model_ = model_load(*ckpt_, *ops_, load);

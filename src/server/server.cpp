@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/model_path.h"
 #include "server/api_error.h"
 #include "server/api_format.h"
 #include "server/job.h"
@@ -320,7 +321,7 @@ void Server::Impl::generate_handle(ApiKind api, const httplib::Request& req, htt
 }
 
 Server::Server(Engine& engine, ServerOptions opts) {
-    if (opts.model_id.empty()) opts.model_id = engine.checkpoint().dir().filename().string();
+    if (opts.model_id.empty()) opts.model_id = model_display_name(engine.checkpoint().dir());
     impl_ = std::make_unique<Impl>(engine, std::move(opts));
 }
 

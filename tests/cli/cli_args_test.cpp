@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "common/process.h"
+#include "common/test_util.h"
 
 namespace coli {
 namespace {
@@ -78,6 +81,40 @@ TEST(CliArgs, ARunStopsAtTheContextsEndWithANote) {
 
     const auto prompt_too_long = test::coli_run("run --ctx 2 --ids 1,2,3 --hot-set none");
     expect_one_line_error(prompt_too_long, "the prompt is 3 tokens, the context is 2");
+}
+
+// `--model org/name` runs the model from a Hugging Face cache laid out as the hf CLI leaves it (here: the
+// demo model's files as blobs, linked from snapshots/<commit>, refs/main naming the commit); a repo that is
+// not downloaded and a GGUF file are one-line errors that say what to do.
+TEST(CliArgs, ARepoIdRunsFromTheHuggingFaceCache) {
+    namespace fs = std::filesystem;
+    test::TempDir home("hf");
+    const char* kCommit = "89abcdef0123456789abcdef0123456789abcdef";
+    const fs::path repo = home.path() / "hub" / "models--colibri--demo";
+    fs::create_directories(repo / "blobs");
+    fs::create_directories(repo / "refs");
+    fs::create_directories(repo / "snapshots" / kCommit);
+    test::write_bytes(repo / "refs" / "main", kCommit);
+    int blob = 0;
+    for (const fs::directory_entry& e :
+         fs::directory_iterator(fs::path(COLI_SOURCE_DIR) / "models" / "demo")) {
+        const std::string name = "blob" + std::to_string(blob++);
+        fs::copy_file(e.path(), repo / "blobs" / name);
+        fs::create_symlink(fs::path("../..") / "blobs" / name,
+                           repo / "snapshots" / kCommit / e.path().filename());
+    }
+    ::setenv("HF_HOME", home.path().c_str(), 1);
+    const auto r =
+        test::coli_run("run --model colibri/demo -n 4 --temperature 0 'In the beginning' --hot-set none");
+    const auto missing = test::coli_run("run --model colibri/absent hi --hot-set none");
+    ::unsetenv("HF_HOME");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.size(), 0u);
+    expect_one_line_error(missing, "hf download colibri/absent");
+
+    test::write_bytes(home / "model-Q4_K_M.gguf", "GGUF");
+    expect_one_line_error(test::coli_run("run hi --model " + (home / "model-Q4_K_M.gguf").string()),
+                          "original safetensors checkpoint");
 }
 
 }  // namespace
