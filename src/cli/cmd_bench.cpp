@@ -460,7 +460,7 @@ void bench(BenchArgs& a) {
 
 void cmd_bench_add(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
-    a->engine.hot_set = "none";  // every run starts cold and leaves nothing beside the model
+    a->engine.hot_set = "none";  // every run starts cold and leaves no routing history behind
     CLI::App* cmd =
         app.add_subcommand("bench", "Measure speeds beside their bounds (matmul; expert streaming)");
     cmd->add_option("--threads,-t", a->threads, "CPU threads (0 = all cores)")->capture_default_str();

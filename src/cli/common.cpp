@@ -49,7 +49,8 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
     cmd.add_option("--io-threads", o.io_threads, "Concurrent expert reads")->capture_default_str();
     cmd.add_flag("!--no-direct-io", o.direct_io, "Read experts through the page cache instead of O_DIRECT");
     cmd.add_option("--hot-set", o.hot_set,
-                   "Routing-history file for the pinned hot set: auto (beside the model), none, or a path")
+                   "Routing-history file for the pinned hot set: auto ($XDG_CACHE_HOME/coli, by the model's "
+                   "fingerprint), none, or a path")
         ->capture_default_str();
     cmd.add_option("--dense-bits", o.dense_bits,
                    "Quantize dense weights at load to 8 or 4 bits (lossy; 0 = as stored)")

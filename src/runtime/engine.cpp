@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "io/model_path.h"
+#include "io/user_cache.h"
 
 namespace coli {
 
@@ -33,8 +34,10 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     load.store.slots_per_layer = opts.expert_cache;
     load.store.io_threads = opts.io_threads;
     load.store.direct_io = opts.direct_io;
+    // The routing history of "auto" lives in the user's cache, named by the model's fingerprint, never
+    // in the model's directory (read-only or shared, often).
     if (opts.hot_set == "auto")
-        load.store.hot_set = ckpt_->dir() / kHotSetFile;
+        load.store.hot_set_dir = user_cache_dir();
     else if (opts.hot_set != "none")
         load.store.hot_set = opts.hot_set;
     model_ = model_load(*ckpt_, *ops_, load);

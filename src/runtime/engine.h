@@ -24,12 +24,13 @@ struct EngineOptions {
     double vram_gb = 0;  // device budget for dense weights + the expert tier, GB; 0 = free less a reserve
     // The backends' own options by name (BackendOption: "vk-device" for --vk-device); absent: defaults.
     std::map<std::string, std::string> backend_options;
-    int expert_cache = 0;          // expert slots per layer; 0 = no limit
-    int io_threads = 4;            // concurrent expert reads
-    bool direct_io = true;         // O_DIRECT for expert reads where possible
-    std::string hot_set = "auto";  // routing-history file: "auto" (beside the model), "none", or a path
-    int dense_bits = 0;            // 0 | 8 | 4
-    int64_t max_ctx = 0;           // 0 = the model's maximum
+    int expert_cache = 0;   // expert slots per layer; 0 = no limit
+    int io_threads = 4;     // concurrent expert reads
+    bool direct_io = true;  // O_DIRECT for expert reads where possible
+    std::string hot_set =
+        "auto";           // routing history: "auto" (the user's cache, io/user_cache.h), "none", a path
+    int dense_bits = 0;   // 0 | 8 | 4
+    int64_t max_ctx = 0;  // 0 = the model's maximum
 };
 
 class Engine {
@@ -53,6 +54,5 @@ private:
 };
 
 inline constexpr double kBytesPerGB = 1e9;
-inline constexpr const char* kHotSetFile = "coli-hotset.json";  // beside the model
 
 }  // namespace coli

@@ -73,6 +73,8 @@ struct ExpertStore::Impl {
     const ExpertLayout layout;
     const StoreOptions opts;
     const std::shared_ptr<const ExpertIndex> index;
+    // The routing-history file: opts.hot_set, or the model's file in opts.hot_set_dir; empty = none.
+    const std::filesystem::path hot_path;
     // By checkpoint file index; opened once (with O_DIRECT when asked and allowed), shared by the threads.
     std::vector<std::unique_ptr<ReadFile>> files;
     const bool hot_enabled;
@@ -103,7 +105,9 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
       layout(std::move(layout_)),
       opts(opts_),
       index(std::make_shared<const ExpertIndex>(ckpt, layout)),
-      hot_enabled(!opts.hot_set.empty()),
+      hot_path(opts.hot_set_dir.empty() ? opts.hot_set
+                                        : opts.hot_set_dir / ("hotset-" + index->fingerprint() + ".json")),
+      hot_enabled(!hot_path.empty()),
       cache(index->n_layers(), index->n_experts(), opts.ram_bytes, opts.slots_per_layer),
       history(index->n_layers(), index->n_experts(), index->fingerprint()),
       routing(index->n_layers(), index->n_experts()),
@@ -143,8 +147,8 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
     for (int f : index->files()) files[f] = std::make_unique<ReadFile>(ckpt.file_path(f), opts.direct_io);
 
     if (hot_enabled) {
-        if (history.load(opts.hot_set))
-            log_debug("expert store: routing history loaded from {}", opts.hot_set.string());
+        if (history.load(hot_path))
+            log_debug("expert store: routing history loaded from {}", hot_path.string());
         refresh_hot_set();
     }
     log_debug("expert store: {} of routed experts in {} layers, budget {}, {} I/O threads",
@@ -470,7 +474,7 @@ void ExpertStore::hot_set_save() const {
     Impl& s = *impl_;
     if (!s.hot_enabled) return;
     std::lock_guard lock(s.mu);
-    s.history.save(s.opts.hot_set);
+    s.history.save(s.hot_path);
 }
 
 // ExpertHandle

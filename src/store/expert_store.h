@@ -29,8 +29,11 @@ struct StoreOptions {
     int slots_per_layer = 0;        // at most this many experts cached per layer; 0 = no limit
     int io_threads = 4;             // concurrent reads
     bool direct_io = true;          // O_DIRECT where the filesystem allows it
-    std::filesystem::path hot_set;  // routing-history file; empty = no hot set
-    double hot_fraction = 0.5;      // share of the budget that the pinned hot set may take
+    std::filesystem::path hot_set;  // routing-history file; empty = no hot set (unless hot_set_dir)
+    // Or a directory that keeps the routing histories of many models, each in a file named by the
+    // model's fingerprint (hotset-<fingerprint>.json; the directory is created when first saved).
+    std::filesystem::path hot_set_dir;
+    double hot_fraction = 0.5;  // share of the budget that the pinned hot set may take
     // Called with each read's file index and byte offset as it is queued, in issue order (tests, tracing).
     std::function<void(int file, uint64_t offset)> read_issued;
 };
@@ -109,7 +112,7 @@ public:
     uint64_t total_expert_bytes() const;                 // all routed experts
     const ExpertLayout& layout() const;
 
-    void hot_set_save() const;  // writes the routing history beside the model (if a path is set)
+    void hot_set_save() const;  // writes the routing history (if a path or directory is set)
 
 private:
     struct Impl;

@@ -83,6 +83,15 @@ bool RoutingHistory::load(const std::filesystem::path& path) {
     return true;
 }
 
+void RoutingHistory::save_failed(const std::filesystem::path& where, const std::string& why) {
+    if (!save_warned_)
+        log_warn("the routing history is not kept: cannot write {}: {} (--hot-set none turns it off)",
+                 where.string(), why);
+    else
+        log_debug("cannot write the routing history to {}: {}", where.string(), why);
+    save_warned_ = true;
+}
+
 bool RoutingHistory::save(const std::filesystem::path& path) {
     nlohmann::json rows = nlohmann::json::array();
     for (int l = 0; l < n_layers_; ++l) {
@@ -94,6 +103,12 @@ bool RoutingHistory::save(const std::filesystem::path& path) {
                               {"n_experts", n_experts_},     {"counts", std::move(rows)}};
     const std::string text = j.dump() + "\n";
 
+    std::error_code ec;
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) {
+        save_failed(path.parent_path(), ec.message());
+        return false;
+    }
     // The pid keeps two processes sharing a model from writing the same temporary file.
     std::filesystem::path tmp = path;
     tmp += fmt::format(".tmp.{}", ::getpid());
@@ -102,16 +117,15 @@ bool RoutingHistory::save(const std::filesystem::path& path) {
         if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
         if (f) f.close();
         if (!f) {
-            log_warn("cannot save the routing history to {}: {}", tmp.string(), std::strerror(errno));
+            save_failed(tmp, std::strerror(errno));
             std::error_code ignored;
             std::filesystem::remove(tmp, ignored);
             return false;
         }
     }
-    std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
     if (ec) {
-        log_warn("cannot save the routing history to {}: {}", path.string(), ec.message());
+        save_failed(path, ec.message());
         std::error_code ignored;
         std::filesystem::remove(tmp, ignored);
         return false;

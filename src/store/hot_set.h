@@ -1,5 +1,6 @@
 // The routing history: how often each (layer, expert) was used, kept across runs in a small JSON file
-// beside the model, and the hot set chosen from it (the experts the cache pins in RAM).
+// (in the user's cache by default, named by the model's fingerprint), and the hot set chosen from it (the
+// experts the cache pins in RAM).
 #pragma once
 
 #include <cstdint>
@@ -38,9 +39,9 @@ public:
     // with a warning. Returns whether counts were loaded.
     bool load(const std::filesystem::path& path);
 
-    // Writes the counts to `path` atomically (a temporary file, then rename). A failure, a read-only
-    // directory for example, is a warning: the history is a speed hint, never worth failing a run for.
-    // Returns whether the file was written.
+    // Writes the counts to `path` atomically (a temporary file, then rename), creating its directory. A
+    // failure, a read-only directory for example, is a warning, the first time only: the history is a
+    // speed hint, never worth failing a run for (or repeating). Returns whether the file was written.
     bool save(const std::filesystem::path& path);
 
     // The hot set, indexed by layer * n_experts + expert: the most used experts first (ties: lower layer,
@@ -56,6 +57,8 @@ private:
     std::string fingerprint_;
     std::vector<uint64_t> counts_;
     uint64_t unsaved_ = 0;
+    bool save_warned_ = false;
+    void save_failed(const std::filesystem::path& where, const std::string& why);
 };
 
 }  // namespace coli
