@@ -21,7 +21,8 @@ void model_flags_add(CLI::App& cmd, EngineOptions& opts, bool model_required = t
 // Every backend's own options (BackendEntry::options, e.g. --vk-device), into values by option name.
 void backend_flags_add(CLI::App& cmd, std::map<std::string, std::string>& values);
 
-// The bundled demo model: $COLI_MODEL if set, else models/demo beside the build directory of the binary.
+// The bundled demo model: $COLI_MODEL if set, else models/demo in a folder above the binary (the repository
+// of a build), else share/colibri/models/demo there (an installed coli).
 std::filesystem::path default_model_dir();
 
 // --temperature, --top-k, --top-p, --seed.

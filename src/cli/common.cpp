@@ -13,6 +13,8 @@ namespace coli {
 
 namespace {
 constexpr const char* kDemoModelPath = "models/demo";  // the bundled model, relative to the repository
+// Where `cmake --install` puts it, relative to the prefix (the binary is in prefix/bin).
+constexpr const char* kInstalledDemoModelPath = "share/colibri/models/demo";
 }  // namespace
 
 std::filesystem::path default_model_dir() {
@@ -20,7 +22,8 @@ std::filesystem::path default_model_dir() {
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     for (auto dir = exe.parent_path(); !ec && dir.has_relative_path(); dir = dir.parent_path())
-        if (std::filesystem::exists(dir / kDemoModelPath / "config.json")) return dir / kDemoModelPath;
+        for (const char* demo : {kDemoModelPath, kInstalledDemoModelPath})
+            if (std::filesystem::exists(dir / demo / "config.json")) return dir / demo;
     return kDemoModelPath;
 }
 

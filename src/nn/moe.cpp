@@ -42,7 +42,8 @@ ExpertWeights swiglu_expert_weights(const ExpertHandle& e) {
     check(weights.size() == 3,
           "expert {} of layer {}: {} tensors make {} weights, expected gate, up and down", e.expert(),
           e.layer(), e.part_count(), weights.size());
-    return {e.expert(), weights[0], weights[1], weights[2]};
+    return {
+        .id = e.expert(), .gate = weights[0], .up = weights[1], .down = weights[2], .act = GluActivation{}};
 }
 
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,

@@ -215,7 +215,8 @@ private:
         bool is_float = false;
         if (!after_dot && pos_ + 1 < src_.size() && src_[pos_] == '.' && is_ascii_digit(src_[pos_ + 1])) {
             ++pos_;
-            text += "." + take_digits();
+            text += '.';
+            text += take_digits();
             is_float = true;
         }
         if (!after_dot && pos_ < src_.size() && (src_[pos_] == 'e' || src_[pos_] == 'E')) {

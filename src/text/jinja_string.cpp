@@ -308,7 +308,7 @@ std::string python_repr_float(double d) {
     std::string out = negative ? "-" : "";
     if (exponent < kMinFixedExponent || exponent >= kMaxFixedExponent) {
         out += digits.substr(0, 1);
-        if (digits.size() > 1) out += "." + digits.substr(1);
+        if (digits.size() > 1) out.append(".").append(digits, 1);
         out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
         return out;
     }

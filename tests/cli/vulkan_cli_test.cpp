@@ -21,7 +21,7 @@ constexpr const char* kFixture = "olmoe_gqa";
 std::string run_args(const std::string& extra) {
     const test::Fixture fx = test::fixture_load(kFixture);
     std::string ids;
-    for (int32_t id : fx.input_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    for (int32_t id : fx.input_ids) ids.append(ids.empty() ? "" : ",").append(std::to_string(id));
     return fmt::format(
         "run --model {} --ids {} --max-tokens {} --temperature 0 --print-ids --hot-set none {}",
         fx.dir.string(), ids, fx.greedy.size(), extra);
@@ -29,7 +29,7 @@ std::string run_args(const std::string& extra) {
 
 std::string ids_text(const std::vector<int32_t>& ids) {
     std::string s;
-    for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+    for (int32_t id : ids) s.append(s.empty() ? "" : ",").append(std::to_string(id));
     return s;
 }
 
