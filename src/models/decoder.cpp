@@ -1,5 +1,9 @@
 #include "models/decoder.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <regex>
 #include <vector>
 
 #include "core/error.h"
@@ -15,6 +19,56 @@ Tensor row_last(Ops& ops, const Tensor& h) {
     return ops.tensor_from(1, d, std::span<const float>(all).subspan((h.rows() - 1) * d, d));
 }
 
+// The config's extra layers after the decoder's (DeepSeek's multi-token prediction layers), whose tensors
+// a checkpoint holds but the decoder does not run.
+int extra_layers(const nlohmann::json& config) {
+    for (const nlohmann::json* c :
+         {&config, config.contains("text_config") ? &config["text_config"] : nullptr})
+        if (c && c->contains("num_nextn_predict_layers") &&
+            (*c)["num_nextn_predict_layers"].is_number_integer())
+            return (*c)["num_nextn_predict_layers"].get<int>();
+    return 0;
+}
+
+// config.json against the checkpoint's tensors, before anything is read: no tensor of a layer beyond
+// num_hidden_layers (a smaller count would run a truncated model), no routed expert beyond the expert
+// count, and the embedding, final norm and lm_head of [vocab_size, hidden_size]. The error names the key
+// and the tensor.
+void config_check(const Checkpoint& ckpt, const DecoderSpec& spec) {
+    static const std::regex kLayer(R"(^model\.layers\.(\d+)\.)");
+    static const std::regex kExpert(R"(\.experts\.(\d+)\.)");
+    const int layers = spec.n_layers + extra_layers(ckpt.config());
+    for (const TensorInfo& t : ckpt.tensors()) {
+        if (t.name.compare(0, spec.prefix.size(), spec.prefix) != 0) continue;
+        const std::string name = t.name.substr(spec.prefix.size());
+        std::smatch m;
+        if (!std::regex_search(name, m, kLayer)) continue;
+        const int layer = std::stoi(m[1].str());
+        check(layer<layers,
+                    "config.json: num_hidden_layers is {}{}, but the checkpoint has tensor {} of layer {}",
+                    spec.n_layers, layers>
+                      spec.n_layers
+                  ? fmt::format(" (+{} MTP)", layers - spec.n_layers)
+                  : "",
+              t.name, layer);
+        if (std::regex_search(name, m, kExpert) && layer < spec.n_layers)
+            check(std::stoi(m[1].str()) < spec.n_experts,
+                  "config.json: the routed expert count is {}, but the checkpoint has tensor {} of expert {}",
+                  spec.n_experts, t.name, m[1].str());
+    }
+    const auto shape_check = [&](const std::string& name, std::vector<int64_t> expect, const char* keys) {
+        const TensorInfo* t = ckpt.find(spec.prefix + name);
+        if (!t) return;  // missing: the loader names it
+        check(t->shape == expect, "config.json: {} give {} a shape of [{}], but the checkpoint's is [{}]",
+              keys, t->name, fmt::join(expect, ", "), fmt::join(t->shape, ", "));
+    };
+    if (spec.d_model > 0) {
+        shape_check(spec.embed_name, {spec.vocab, spec.d_model}, "vocab_size and hidden_size");
+        shape_check(spec.head_name, {spec.vocab, spec.d_model}, "vocab_size and hidden_size");
+        shape_check(spec.norm_name, {spec.d_model}, "hidden_size");
+    }
+}
+
 }  // namespace
 
 void Decoder::load_weights(const Checkpoint& ckpt, const LoadOptions& opts, const DecoderSpec& spec,
@@ -25,6 +79,7 @@ void Decoder::load_weights(const Checkpoint& ckpt, const LoadOptions& opts, cons
     check(opts.max_ctx <= spec.max_ctx, "--ctx {} is above the model's maximum context of {} tokens",
           opts.max_ctx, spec.max_ctx);
     max_ctx_ = opts.max_ctx > 0 ? opts.max_ctx : spec.max_ctx;
+    config_check(ckpt, spec);
     rms_eps_ = spec.rms_eps;
     WeightLoader load(ckpt, ops_, opts.dense_bits);
     embed_ = load.table(spec.prefix + spec.embed_name);

@@ -33,6 +33,7 @@ struct DecoderSpec {
     std::string embed_name = "model.embed_tokens.weight";
     std::string norm_name = "model.norm.weight";
     std::string head_name = "lm_head.weight";
+    int64_t d_model = 0;  // hidden_size, checked against the embedding, final norm and lm_head; 0 = unchecked
 };
 
 class Decoder : public Model {

@@ -72,7 +72,8 @@ public:
                                .n_experts = cfg_.n_experts,
                                .top_k = cfg_.top_k,
                                .dense = ckpt.get("model.layers.0.self_attn.o_proj.weight").dtype,
-                               .experts = experts};
+                               .experts = experts,
+                               .d_model = cfg_.d_model};
         load_weights(ckpt, opts, spec, load_layers, expert_tensors);
         summarize();
     }

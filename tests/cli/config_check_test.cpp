@@ -1,0 +1,61 @@
+// config.json against the checkpoint at load, on the demo model with one key changed at a time: a layer
+// count, an expert count, hidden_size or vocab_size that disagree with the tensors is a one-line error
+// naming the key and the tensor, from `coli info` as from `coli run` (before, a smaller num_hidden_layers
+// ran a truncated model and gave other tokens).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/process.h"
+#include "common/test_util.h"
+
+namespace coli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A copy of the demo model whose config.json has key = value.
+fs::path demo_with(const fs::path& where, const std::string& key, int64_t value) {
+    fs::create_directories(where);
+    for (const char* name : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+                             "tokenizer_config.json"})
+        fs::copy_file(fs::path(COLI_SOURCE_DIR) / "models" / "demo" / name, where / name);
+    nlohmann::json config = nlohmann::json::parse(test::read_bytes(where / "config.json"));
+    config[key] = value;
+    test::write_bytes(where / "config.json", config.dump());
+    return where;
+}
+
+void expect_load_error(const fs::path& model, const std::string& key, const std::string& tensor) {
+    for (const std::string command : {"info", "run -n 2 'In the beginning'"}) {
+        const auto r = test::coli_run(command + " --hot-set none --model " + model.string());
+        EXPECT_EQ(r.exit_code, 1) << command << ": " << r.err;
+        EXPECT_EQ(r.err.rfind("coli: error: config.json: ", 0), 0u) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(tensor), std::string::npos) << r.err;
+    }
+}
+
+TEST(ConfigCheck, KeysThatDisagreeWithTheTensorsAreNamed) {
+    test::TempDir tmp("config");
+    expect_load_error(demo_with(tmp / "layers", "num_hidden_layers", 3), "num_hidden_layers is 3",
+                      "model.layers.3.");
+    expect_load_error(demo_with(tmp / "experts", "num_experts", 4), "expert count is 4", ".mlp.experts.4.");
+    expect_load_error(demo_with(tmp / "hidden", "hidden_size", 128), "hidden_size",
+                      "model.embed_tokens.weight");
+    expect_load_error(demo_with(tmp / "vocab", "vocab_size", 4000), "vocab_size",
+                      "model.embed_tokens.weight");
+    // A larger layer count is a missing tensor, named by the loader.
+    const auto more = test::coli_run("info --hot-set none --model " +
+                                     demo_with(tmp / "more", "num_hidden_layers", 5).string());
+    EXPECT_EQ(more.exit_code, 1);
+    EXPECT_NE(more.err.find("model.layers.4."), std::string::npos) << more.err;
+}
+
+}  // namespace
+}  // namespace coli
