@@ -64,7 +64,12 @@ std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool,
     if (name != "auto") {
         const BackendEntry& e = backend_entry(name);
         const BackendInfo b = info_of(e, opts);
-        check(b.available, "backend '{}' is unavailable: {}", b.name, b.detail);
+        if (!b.available) {  // say what can be used instead
+            std::string usable;
+            for (const BackendInfo& other : backend_list(opts))
+                if (other.available) usable += (usable.empty() ? "" : ", ") + other.name;
+            fail("backend '{}' is unavailable: {}; available here: {} (or auto)", b.name, b.detail, usable);
+        }
         return e.create(pool, opts);
     }
     const std::vector<BackendInfo> all = backend_list(opts);

@@ -73,10 +73,12 @@ void backends(const BackendsArgs& a) {
     fmt::print(
         "\nfamily x backend (ops at decode n={} and prefill n={}, every weight format the family meets):\n",
         kDecodeTokens, kPrefillTokens);
+    size_t width = 0;  // the longest family name, so that the backend column lines up
+    for (const auto& fam : families) width = std::max(width, fam.size());
     for (const auto& fam : families) {
         const std::vector<OpUse> uses = model_family_ops(fam);
         for (const auto& b : all)
-            fmt::print("  {:<10} {:<8} {}\n", fam, b.name, cell_text(cell_of(uses, b), b));
+            fmt::print("  {:<{}} {:<8} {}\n", fam, width, b.name, cell_text(cell_of(uses, b), b));
     }
     if (!a.markdown) return;
 

@@ -26,6 +26,11 @@ constexpr const char* kHelp =
 
 void stats_show(Engine& engine, const Conversation& conversation) {
     const GenerationStats& g = conversation.session().last_stats();
+    if (g.prompt_tokens == 0) {
+        fmt::print(stderr, "no turn yet; context 0 of {}\n", engine.model().summary().max_ctx);
+        stats_print(engine);
+        return;
+    }
     fmt::print(stderr,
                "last turn: prompt {} tokens {:.2f} tok/s, decode {} tokens {:.2f} tok/s; context {} of {}\n",
                g.prompt_tokens, g.prompt_tokens / std::max(g.prompt_seconds, 1e-9), g.decode_tokens,

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 
 #include "backend/registry.h"
 #include "cli/commands.h"
@@ -116,6 +117,13 @@ void placement_print(Engine& engine) {
 
 void stats_print(Engine& engine) {
     const OpCounters& c = engine.ops().counters();
+    // Nothing ran (a chat's /stats before the first turn): said so, rather than rates of zero.
+    const uint64_t ops_run = std::accumulate(c.native.begin(), c.native.end(), uint64_t{0}) +
+                             std::accumulate(c.fallback.begin(), c.fallback.end(), uint64_t{0});
+    if (ops_run == 0) {
+        fmt::print(stderr, "ops on {}: none ran yet\n", engine.ops().backend().name());
+        return;
+    }
     fmt::print(stderr, "ops on {}: {}\n", engine.ops().backend().name(), c.summary());
     if (c.total_host_steps() > 0)
         fmt::print(stderr, "host steps: {} (ops the backend finished on the host after a read-back)\n",
@@ -130,6 +138,11 @@ void stats_print(Engine& engine) {
     }
     if (const std::string s = engine.ops().backend().stats(); !s.empty()) fmt::print(stderr, "{}\n", s);
     const StoreStats s = engine.model().store().stats();
+    if (s.hits + s.misses == 0) {  // a model without routed experts, or no token yet
+        fmt::print(stderr, "experts: none fetched, {} cached, {} pinned\n", bytes_human(s.cached_bytes),
+                   s.pinned_experts);
+        return;
+    }
     fmt::print(
         stderr,
         "experts: {} hits, {} misses (hit rate {:.1f}%), {} read at {:.2f} GB/s, {:.3f} s stalled on I/O, "

@@ -20,6 +20,8 @@ KindInfo kind_info(ErrorKind k) {
             return {401, "invalid_request_error", "authentication_error"};
         case ErrorKind::not_found:
             return {404, "invalid_request_error", "not_found_error"};
+        case ErrorKind::wrong_method:
+            return {405, "invalid_request_error", "invalid_request_error"};
         case ErrorKind::too_large:
             return {413, "invalid_request_error", "request_too_large"};
         case ErrorKind::queue_full:

@@ -11,6 +11,7 @@ enum class ErrorKind {
     invalid_request,  // 400: malformed JSON, wrong types, values out of range
     unauthorized,     // 401: missing or wrong API key
     not_found,        // 404: unknown model or path
+    wrong_method,     // 405: a known path asked with another method (GET /v1/messages)
     too_large,        // 413: a body over the limit
     queue_full,       // 429: the request queue is at its limit
     internal,         // 500: a failure of the engine while serving

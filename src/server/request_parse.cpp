@@ -140,7 +140,7 @@ int max_tokens_get(const json& v, const std::string& name, const RequestLimits& 
     if (v.is_number_integer() && v.get<int64_t>() > limits.max_ctx)
         invalid_request(fmt::format("'{}' is {}, more than the model's context of {} tokens", name,
                                     v.get<int64_t>(), limits.max_ctx),
-                        name);
+                        name, "context_length_exceeded");
     return static_cast<int>(integer_get(v, name, 1, limits.max_ctx));
 }
 

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <ctime>
 #include <functional>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -76,6 +79,18 @@ GenerationRequest request_parse(ApiKind api, const std::string& body, const Requ
             return messages_request_parse(body, limits);
     }
     invalid_request("unknown endpoint");
+}
+
+// The methods a known path takes ("GET", "POST"), or "" for a path the server does not have.
+std::string methods_of(const std::string& path) {
+    static const std::set<std::string> kGet = {"/health",     "/v1/models", "/metrics",
+                                               "/api/status", "/",          "/status.js"};
+    static const std::set<std::string> kPost = {"/v1/chat/completions", "/v1/completions",
+                                                "/v1/messages",         "/tokenize",
+                                                "/detokenize",          "/apply-template"};
+    if (kGet.count(path)) return "GET";
+    if (kPost.count(path)) return "POST";
+    return "";
 }
 
 }  // namespace
@@ -153,7 +168,12 @@ void Server::Impl::routes_add() {
             if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
             ApiError e{ErrorKind::invalid_request,
                        fmt::format("the request could not be read (HTTP {})", res.status), "", ""};
-            if (res.status == 404) {
+            if (res.status == 404 && !methods_of(req.path).empty()) {
+                e = {ErrorKind::wrong_method,
+                     fmt::format("{} takes {}, not {}", req.path, methods_of(req.path), req.method), "",
+                     "method_not_allowed"};
+                res.set_header("Allow", methods_of(req.path));
+            } else if (res.status == 404) {
                 e = {ErrorKind::not_found, fmt::format("no endpoint {} {}", req.method, req.path), "",
                      "unknown_url"};
             } else if (res.status == 413) {
@@ -184,8 +204,16 @@ void Server::Impl::routes_add() {
     http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         metrics.request_count(endpoint_name(req.path), res.status);
     });
+    // A refused request is logged with the reason its answer gives (error.message of either API's shape).
     http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-        log_info("{} {} {} {}", req.remote_addr, req.method, req.path, res.status);
+        std::string reason;
+        if (res.status >= 400 && res.status < 500) {
+            const nlohmann::json body = nlohmann::json::parse(res.body, nullptr, false);
+            if (body.is_object() && body.contains("error") && body["error"].is_object() &&
+                body["error"].contains("message") && body["error"]["message"].is_string())
+                reason = ": " + body["error"]["message"].get<std::string>();
+        }
+        log_info("{} {} {} {}{}", req.remote_addr, req.method, req.path, res.status, reason);
     });
 
     http.Get("/health", [](const httplib::Request&, httplib::Response& res) {

@@ -143,12 +143,12 @@ TEST(ChatRepl, EditsRecallsInterruptsAndQuits) {
 
     // "/sats", three steps left, "t": the line is "/stats" only if the arrow keys move the cursor.
     chat.type(fmt::format("/sats{}{}{}t\r", kLeft, kLeft, kLeft));
-    at = chat.wait_for("last turn:", at);
+    at = chat.wait_for("no turn yet", at);
     ASSERT_NE(at, std::string::npos);
     at = chat.wait_for(kPrompt, at);
     // The up arrow recalls "/stats".
     chat.type(fmt::format("{}\r", kUp));
-    at = chat.wait_for("last turn:", at + 1);
+    at = chat.wait_for("no turn yet", at + 1);
     ASSERT_NE(at, std::string::npos);
     at = chat.wait_for(kPrompt, at);
 

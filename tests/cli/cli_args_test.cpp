@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "common/process.h"
@@ -60,6 +62,8 @@ TEST(CliArgs, FlagsARunWouldIgnoreAreRefused) {
     expect_one_line_error(test::coli_run("run -n -3 hi --hot-set none"), "--max-tokens");
     expect_one_line_error(test::coli_run("chat -n 0 --hot-set none"), "--max-tokens");
     expect_one_line_error(test::coli_run("run --ctx 100000 hi --hot-set none"), "--ctx 100000");
+    // A backend that is not here says what is (Metal, until its backend is written, on every machine).
+    expect_one_line_error(test::coli_run("run --backend metal hi --hot-set none"), "available here: ");
 }
 
 // --ignore-eos does what it says with a text prompt too: the run goes on to the context's end.
@@ -81,6 +85,32 @@ TEST(CliArgs, ARunStopsAtTheContextsEndWithANote) {
 
     const auto prompt_too_long = test::coli_run("run --ctx 2 --ids 1,2,3 --hot-set none");
     expect_one_line_error(prompt_too_long, "the prompt is 3 tokens, the context is 2");
+}
+
+// Statistics before anything ran say so, rather than rates of 0.0%.
+TEST(CliArgs, StatsBeforeAnyTurnSayNothingRan) {
+    test::TempDir tmp("cli");
+    test::write_bytes(tmp / "turns.txt", "/stats\n");
+    const auto r = test::coli_run("chat --hot-set none < " + (tmp / "turns.txt").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("no turn yet"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("none ran yet"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("0.0%"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("0.00 tok/s"), std::string::npos) << r.err;
+}
+
+// `coli backends` lines the backend column up whatever the family names' lengths.
+TEST(CliArgs, BackendsAlignsTheFamilyColumn) {
+    const auto r = test::coli_run("backends");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const size_t matrix = r.out.find("family x backend");
+    ASSERT_NE(matrix, std::string::npos) << r.out;
+    std::set<size_t> columns;  // where " cpu " starts on each family's cpu line
+    std::istringstream lines(r.out.substr(matrix));
+    for (std::string line; std::getline(lines, line);)
+        if (const size_t at = line.find(" cpu "); at != std::string::npos && line.rfind("  ", 0) == 0)
+            columns.insert(at);
+    EXPECT_EQ(columns.size(), 1u) << r.out;
 }
 
 // `--model org/name` runs the model from a Hugging Face cache laid out as the hf CLI leaves it (here: the

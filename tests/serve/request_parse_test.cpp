@@ -92,6 +92,7 @@ TEST(RequestParse, BadInputNamesTheField) {
         "messages[0].content[0]");
     const std::string ok = R"({"model": "m", "messages": [{"role": "user", "content": "x"}], )";
     EXPECT_EQ(chat((ok + R"("max_tokens": 513})").c_str()).param, "max_tokens");
+    EXPECT_EQ(chat((ok + R"("max_tokens": 513})").c_str()).code, "context_length_exceeded");
     EXPECT_EQ(chat((ok + R"("max_tokens": 0})").c_str()).param, "max_tokens");
     EXPECT_EQ(chat((ok + R"("max_tokens": 1e3})").c_str()).param, "max_tokens");
     EXPECT_EQ(chat((ok + R"("max_tokens": 18446744073709551615})").c_str()).param, "max_tokens");

@@ -91,8 +91,12 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
     openai_error_expect(
         c->Post(chat, R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", kJsonType),
         404, "model_not_found");
-    // Absurd max_tokens: beyond the context, zero, negative, and beyond any integer type.
-    for (const char* n : {"1000000", "0", "-5", "99999999999999999999999"})
+    // Absurd max_tokens: beyond the context (the documented code), zero, negative, beyond any integer type.
+    openai_error_expect(
+        c->Post("/v1/completions",
+                R"({"model": "demo", "prompt": "In the beginning", "max_tokens": 1000000})", kJsonType),
+        400, "context_length_exceeded");
+    for (const char* n : {"0", "-5", "99999999999999999999999"})
         openai_error_expect(
             c->Post(
                 "/v1/completions",
@@ -114,6 +118,12 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
     openai_error_expect(c->Post("/v1/completions", huge, kJsonType), 413, "request_too_large");
     anthropic_error_expect(c->Post("/v1/messages", huge, kJsonType), 413, "request_too_large");
     openai_error_expect(c->Get("/v1/no-such-endpoint"), 404);
+    // A known path with the wrong method: 405, saying which method it takes.
+    const auto get_chat = c->Get(chat);
+    openai_error_expect(get_chat, 405, "method_not_allowed");
+    ASSERT_TRUE(get_chat);
+    EXPECT_EQ(get_chat->get_header_value("Allow"), "POST");
+    openai_error_expect(c->Post("/v1/models", "{}", kJsonType), 405, "method_not_allowed");
     // Anthropic's endpoint answers in Anthropic's shape.
     anthropic_error_expect(c->Post("/v1/messages", "not json", kJsonType), 400, "invalid_request_error");
     anthropic_error_expect(
@@ -129,6 +139,11 @@ TEST(ServeApi, BadInputGetsOpenAIErrors) {
     const auto ok = c->Post(chat, chat_body("In the beginning", 4), kJsonType);
     ASSERT_TRUE(ok);
     EXPECT_EQ(ok->status, 200) << ok->body;
+    // Its log gives each refusal's reason.
+    const std::string log = server.err();
+    for (const char* reason : {"400: 'max_tokens' is 1000000, more than the model's context",
+                               "405: /v1/chat/completions takes POST, not GET", "404: no endpoint GET"})
+        EXPECT_NE(log.find(reason), std::string::npos) << reason << " not in the log:\n" << log;
 }
 
 TEST(ServeApi, ApiKeyIsRequiredWhenSet) {
