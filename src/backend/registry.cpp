@@ -72,9 +72,15 @@ std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool,
         }
         return e.create(pool, opts);
     }
-    const std::vector<BackendInfo> all = backend_list(opts);
+    std::string passed;
+    const std::string chosen = backend_auto_pick(opts, &passed);
+    fmt::print(stderr, "backend auto: chose {}{}\n", chosen, passed);
+    return backend_entry(chosen).create(pool, opts);
+}
+
+std::string backend_auto_pick(const BackendOptions& opts, std::string* passed_out) {
     std::string chosen, passed;
-    for (const BackendInfo& b : all) {
+    for (const BackendInfo& b : backend_list(opts)) {
         if (b.available && b.auto_skip.empty()) {
             chosen = b.name;
             break;
@@ -82,8 +88,8 @@ std::unique_ptr<Backend> backend_create(std::string_view name, ThreadPool& pool,
         passed += fmt::format("; {} skipped: {}", b.name, b.available ? b.auto_skip : b.detail);
     }
     check(!chosen.empty(), "backend auto: no backend is available{}", passed);
-    fmt::print(stderr, "backend auto: chose {}{}\n", chosen, passed);
-    return backend_entry(chosen).create(pool, opts);
+    if (passed_out) *passed_out = passed;
+    return chosen;
 }
 
 }  // namespace coli

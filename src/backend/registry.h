@@ -78,6 +78,11 @@ std::string backend_names();
 // Every backend with what this machine has for it, in rank order; probes each one compiled in.
 std::vector<BackendInfo> backend_list(const BackendOptions& opts = {});
 
+// The backend "auto" stands for: the first available in backend_list() order that is not passed over (a
+// software device such as lavapipe). `passed` (if given) gets what was passed over and why, as
+// "; vulkan skipped: ...". Throws coli::Error when none is available.
+std::string backend_auto_pick(const BackendOptions& opts = {}, std::string* passed = nullptr);
+
 // Creates the named backend; "auto" picks the first available in backend_list() order and says so on
 // stderr. An unknown name, or one not compiled in or without a device, is a coli::Error that says why
 // and what to do.

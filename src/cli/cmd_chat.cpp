@@ -67,6 +67,7 @@ void turn(const ChatArgs& a, Conversation& conversation, Sampler& sampler, const
 void chat(const ChatArgs& a) {
     Engine engine(a.engine);
     Conversation conversation(engine.model(), engine.checkpoint(), true);
+    placement_print(engine);
     if (!a.system.empty()) conversation.system_set(a.system);
     Sampler sampler(a.sampler);
     LineEditor editor("> ");

@@ -19,6 +19,7 @@ struct LogitsArgs {
 void logits(const LogitsArgs& a) {
     const std::vector<int32_t> ids = ids_parse(a.ids);
     Engine engine(a.engine);
+    placement_print(engine);
     Session session(engine.model());
     const std::vector<float> l = session.forward(ids, true);  // [T, vocab]
     const int64_t shape[] = {static_cast<int64_t>(ids.size()), engine.model().summary().vocab};

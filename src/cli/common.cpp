@@ -109,6 +109,7 @@ std::string bytes_human(uint64_t bytes) {
 }
 
 void placement_print(Engine& engine) {
+    if (!engine.backend_note().empty()) fmt::print(stderr, "{}\n", engine.backend_note());
     const Backend& b = engine.ops().backend();
     fmt::print(
         stderr, "ops run on {}{}\n", b.name(),

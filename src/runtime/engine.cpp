@@ -1,5 +1,7 @@
 #include "runtime/engine.h"
 
+#include <fmt/format.h>
+
 #include "backend/cpu/cpu_backend.h"
 #include "backend/registry.h"
 #include "core/error.h"
@@ -21,9 +23,17 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     ckpt_ = Checkpoint::open(model_path_resolve(opts.model_dir.string()));
     cpu_ = std::make_unique<CpuBackend>(pool);
     check(opts.vram_gb >= 0, "--vram-gb must be >= 0, got {}", opts.vram_gb);
-    backend_ = backend_create(
-        opts.backend, pool,
-        BackendOptions{static_cast<uint64_t>(opts.vram_gb * kBytesPerGB), opts.backend_options});
+    const BackendOptions backend_opts{static_cast<uint64_t>(opts.vram_gb * kBytesPerGB),
+                                      opts.backend_options};
+    // "auto" is resolved here and said by the caller once the model is loaded (backend_note), so that a
+    // failure before is still one line.
+    std::string backend = opts.backend;
+    if (backend == "auto") {
+        std::string passed;
+        backend = backend_auto_pick(backend_opts, &passed);
+        backend_note_ = fmt::format("backend auto: chose {}{}", backend, passed);
+    }
+    backend_ = backend_create(backend, pool, backend_opts);
     Backend& primary = backend_->name() == "cpu" ? *cpu_ : *backend_;
     ops_ = std::make_unique<Ops>(primary, *cpu_);
 

@@ -18,9 +18,9 @@ class ThreadPool;
 
 struct EngineOptions {
     std::filesystem::path model_dir;
-    std::string backend = "cpu";  // a name from backend_list(), or "auto"
-    int threads = 0;              // CPU threads; 0 = all cores
-    double ram_gb = 0;            // expert cache budget in GB; 0 = unlimited
+    std::string backend = "auto";  // a name from backend_list(), or "auto" (the best device, else the CPU)
+    int threads = 0;               // CPU threads; 0 = all cores
+    double ram_gb = 0;             // expert cache budget in GB; 0 = unlimited
     double vram_gb = 0;  // device budget for dense weights + the expert tier, GB; 0 = free less a reserve
     // The backends' own options by name (BackendOption: "vk-device" for --vk-device); absent: defaults.
     std::map<std::string, std::string> backend_options;
@@ -43,9 +43,12 @@ public:
     Ops& ops() { return *ops_; }
     Model& model() { return *model_; }
     const EngineOptions& options() const { return opts_; }
+    // With --backend auto: which backend it chose and what it passed over, for stderr; else empty.
+    const std::string& backend_note() const { return backend_note_; }
 
 private:
     EngineOptions opts_;
+    std::string backend_note_;
     std::unique_ptr<ThreadPool> own_pool_;  // with --threads; else the process-wide pool
     std::unique_ptr<Checkpoint> ckpt_;
     std::unique_ptr<Backend> cpu_, backend_;

@@ -87,6 +87,16 @@ TEST(CliArgs, ARunStopsAtTheContextsEndWithANote) {
     expect_one_line_error(prompt_too_long, "the prompt is 3 tokens, the context is 2");
 }
 
+// Without --backend, the best backend there is (auto) runs, and stderr says which and what it passed over.
+TEST(CliArgs, TheDefaultBackendIsAutoAndSaysWhatItChose) {
+    const auto r = test::coli_run("run -n 2 'In the beginning' --hot-set none");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("backend auto: chose "), std::string::npos) << r.err;
+    const auto cpu = test::coli_run("run -n 2 'In the beginning' --hot-set none --backend cpu");
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    EXPECT_EQ(cpu.err.find("backend auto"), std::string::npos) << cpu.err;
+}
+
 // Statistics before anything ran say so, rather than rates of 0.0%.
 TEST(CliArgs, StatsBeforeAnyTurnSayNothingRan) {
     test::TempDir tmp("cli");

@@ -16,6 +16,7 @@ namespace {
 Engine& demo_engine() {
     static Engine engine([] {
         EngineOptions o;
+        o.backend = "cpu";
         o.model_dir = std::string(COLI_SOURCE_DIR) + "/models/demo";
         o.hot_set = "none";
         return o;

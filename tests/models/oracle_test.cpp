@@ -28,6 +28,7 @@ std::vector<const char*> fixtures() {
 
 EngineOptions options_for(const test::Fixture& fx, int expert_cache) {
     EngineOptions o;
+    o.backend = "cpu";  // the CPU's oracle tests (tests/backend runs every backend)
     o.model_dir = fx.dir;
     o.expert_cache = expert_cache;
     o.hot_set = "none";  // never write into the source tree
