@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -55,6 +56,7 @@ struct BenchArgs {
     double matmul_mb = 256;
     std::string formats = "f32,bf16,f16,int8,int4-g64,mxfp4,fp8-e4m3-block";
     bool no_matmul = false;
+    bool matmul = false;  // with --model: also the matmul table
     // --model
     EngineOptions engine;
     int tokens = 32;
@@ -363,7 +365,11 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
     StoreStats routing;
     bool cache_full = true;
     for (int rep = 0; rep < a.decode_reps; ++rep) {
+        std::fflush(stdout);  // the header first, then the progress on stderr, also through a pipe
+        fmt::print(stderr, "bench: decode run {} of {} (cold cache)...\n", rep + 1, a.decode_reps);
         const DecodeRun r = decode_run(a, prompt, vocab);
+        fmt::print(stderr, "bench: decode run {} of {}: {:.2f} tok/s after {} warm-up steps\n", rep + 1,
+                   a.decode_reps, r.tok_per_s, r.warmup_tokens);
         cache_full = cache_full && r.cache_full;
         warmup.push_back(r.warmup_tokens);
         moe_layer.push_back(r.moe_layer_seconds);
@@ -385,6 +391,15 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
     const double mem_bound = touched > 0 ? mem * kBytesPerGB / touched : 0;
     const double uniform_shared = double(layout.top_k) * layout.top_k / layout.n_experts;
 
+    // The one line to read first: the speed, against the tighter of its bounds, and what limits it.
+    const double tight =
+        std::min(disk_bound > 0 ? disk_bound : INFINITY, mem_bound > 0 ? mem_bound : INFINITY);
+    fmt::print(
+        "summary: {:.2f} tok/s decode{}, {} read per token, hit rate {:.1f}%, {:.1f}% of the time stalled "
+        "on I/O\n",
+        tps,
+        std::isfinite(tight) ? fmt::format(" ({:.0f}% of the bound {:.2f})", 100 * tps / tight, tight) : "",
+        bytes_human(uint64_t(miss)), 100 * median(hit), 100 * median(stall));
     fmt::print("{:<28} {:>12} | {:>12}  {:<52} {:>6}\n", "figure", "measured", "bound", "(bound from)",
                "ratio");
     fmt::print("{:<28} {:>12.2f} | {:>12.2f}  {:<52} {:>6.2f}\n", "expert read GB/s (store)",
@@ -424,7 +439,9 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
                routing.distinct_per_layer, layout.n_experts);
     fmt::print("{:<28} {:>12.2f}   of top_k {}; uniform routing: k*k/E = {:.2f}\n",
                "routing: consecutive shared", routing.consecutive_shared, layout.top_k, uniform_shared);
-    if (!cache_full)
+    // (A budget that holds every expert never fills: the note above says so already.)
+    const bool streaming = budget > 0 && budget < summary.expert_bytes;
+    if (!cache_full && streaming)
         fmt::print(
             "warning: the cache was not full after --warmup-tokens {}: the reads measured include the first "
             "touch of the cache's memory; raise --warmup-tokens or lower --ram-gb\n",
@@ -452,7 +469,8 @@ void bench(BenchArgs& a) {
     fmt::print("coli bench on {} ({} hardware threads); {} threads used; SIMD {} (detected {})\n",
                cpu_model(), std::thread::hardware_concurrency(), pool.size(), simd_name(simd_active()),
                simd_name(simd_detected()));
-    if (!a.no_matmul) matmul_bench(a, pool);
+    // With a model, its figures are what was asked for; the matmul table only when asked too.
+    if (!a.no_matmul && (a.engine.model_dir.empty() || a.matmul)) matmul_bench(a, pool);
     if (!a.engine.model_dir.empty()) model_bench(a, pool);
 }
 
@@ -472,6 +490,7 @@ void cmd_bench_add(CLI::App& app) {
     cmd->add_option("--formats", a->formats, "Weight formats to measure, comma-separated")
         ->capture_default_str();
     cmd->add_flag("--no-matmul", a->no_matmul, "Skip the matmul table");
+    cmd->add_flag("--matmul", a->matmul, "With --model: also the matmul table (skipped by default then)");
     cmd->add_option("--model,-m", a->engine.model_dir, "Model directory: also measure expert streaming");
     cmd->add_option("--backend,-b", a->engine.backend, "Backend of the decode runs: " + backend_names())
         ->capture_default_str();

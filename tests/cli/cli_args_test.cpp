@@ -16,6 +16,8 @@
 namespace coli {
 namespace {
 
+namespace fs = std::filesystem;
+
 constexpr int kDemoContext = 512;  // models/demo/config.json max_position_embeddings
 
 void expect_one_line_error(const test::ProcessResult& r, const std::string& fragment) {
@@ -97,6 +99,22 @@ TEST(CliArgs, TheDefaultBackendIsAutoAndSaysWhatItChose) {
     EXPECT_EQ(cpu.err.find("backend auto"), std::string::npos) << cpu.err;
 }
 
+// `coli bench --model`: progress on stderr, a one-line summary ahead of the table, no matmul table unless
+// asked, and no warning that an unlimited cache is not full (the note says it holds every expert).
+TEST(CliArgs, BenchOfAModelLeadsWithASummary) {
+    const auto r =
+        test::coli_run("bench --model " + (fs::path(COLI_SOURCE_DIR) / "models" / "demo").string() +
+                       " --tokens 4 --warmup-tokens 2 --decode-reps 1 --reps 1 --backend cpu");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("bench: decode run 1 of 1"), std::string::npos) << r.err;
+    const size_t summary = r.out.find("\nsummary: ");
+    ASSERT_NE(summary, std::string::npos) << r.out;
+    EXPECT_LT(summary, r.out.find("\nfigure ")) << r.out;
+    EXPECT_EQ(r.out.find("matmul, decode"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("holds every expert"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("cache was not full"), std::string::npos) << r.out;
+}
+
 // Statistics before anything ran say so, rather than rates of 0.0%.
 TEST(CliArgs, StatsBeforeAnyTurnSayNothingRan) {
     test::TempDir tmp("cli");
@@ -127,7 +145,6 @@ TEST(CliArgs, BackendsAlignsTheFamilyColumn) {
 // demo model's files as blobs, linked from snapshots/<commit>, refs/main naming the commit); a repo that is
 // not downloaded and a GGUF file are one-line errors that say what to do.
 TEST(CliArgs, ARepoIdRunsFromTheHuggingFaceCache) {
-    namespace fs = std::filesystem;
     test::TempDir home("hf");
     const char* kCommit = "89abcdef0123456789abcdef0123456789abcdef";
     const fs::path repo = home.path() / "hub" / "models--colibri--demo";
