@@ -81,7 +81,11 @@ LineEditor::LineEditor(std::string prompt) {
     const char* locale = std::setlocale(LC_CTYPE, "");
     if (!locale || !std::strstr(locale, "UTF-8")) std::setlocale(LC_CTYPE, "C.UTF-8");
     el_ = el_init("coli", stdin, stdout, stderr);
-    if (!el_) return;  // no usable terminal: plain lines
+    if (!el_) {  // no usable terminal: plain lines
+        ::close(g_wake[0]);
+        ::close(g_wake[1]);
+        return;
+    }
     history_ = history_init();
     HistEvent ev;
     history(history_, &ev, H_SETSIZE, kHistorySize);

@@ -120,6 +120,7 @@ TurnResult Conversation::reply(const std::string& user_text, int max_tokens, Sam
     const int64_t room = std::min<int64_t>(max_tokens, ctx / 2);  // what the reply needs left in the context
     const size_t first = !messages_.empty() && messages_.front().role == "system";  // the oldest turn
     TurnResult turn;
+    const std::vector<text::ChatMessage> before = messages_;  // restored when the turn fails
     messages_.push_back({"user", user_text});
     std::vector<int32_t> ids = chat_ids(messages_);
     // Drop the oldest turns (a user message and the replies up to the next one) while the reply has no room;
@@ -133,7 +134,7 @@ TurnResult Conversation::reply(const std::string& user_text, int max_tokens, Sam
         ids = chat_ids(messages_);
     }
     if (static_cast<int64_t>(ids.size()) >= ctx) {
-        messages_.pop_back();
+        messages_ = before;
         throw Error(fmt::format("the message is {} tokens with the chat template, the context is {}",
                                 ids.size(), ctx));
     }
@@ -141,7 +142,7 @@ TurnResult Conversation::reply(const std::string& user_text, int max_tokens, Sam
     try {
         turn.generated = generate(ids, true, GenerateOptions{limit, {}, false}, sampler, on_text);
     } catch (...) {
-        messages_.pop_back();
+        messages_ = before;
         throw;
     }
     turn.context_end = limit < max_tokens && turn.generated.finish == FinishReason::length;
