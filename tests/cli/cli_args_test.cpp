@@ -133,11 +133,14 @@ TEST(CliArgs, BackendsAlignsTheFamilyColumn) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const size_t matrix = r.out.find("family x backend");
     ASSERT_NE(matrix, std::string::npos) << r.out;
-    std::set<size_t> columns;  // where " cpu " starts on each family's cpu line
+    std::set<size_t> columns;  // where the backend column starts on each family's cpu line
     std::istringstream lines(r.out.substr(matrix));
-    for (std::string line; std::getline(lines, line);)
-        if (const size_t at = line.find(" cpu "); at != std::string::npos && line.rfind("  ", 0) == 0)
-            columns.insert(at);
+    for (std::string line; std::getline(lines, line);) {
+        std::istringstream words(line);
+        std::string family, backend;
+        if (line.rfind("  ", 0) == 0 && (words >> family >> backend) && backend == "cpu")
+            columns.insert(line.find(" cpu ", 2 + family.size()));
+    }
     EXPECT_EQ(columns.size(), 1u) << r.out;
 }
 
