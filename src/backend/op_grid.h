@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/op_reference.h"
@@ -117,6 +118,11 @@ private:
     std::vector<OpCheck> out_;
 };
 
+// moe_experts with the gate activation act, in f32 and mxfp4, at n = 1 and 6 (op_test_recurrent.cpp), named
+// "<label> E=.. k=.. n=..": one case list for every GLU kind. seed and layer_base keep the kinds' experts
+// apart.
+void glu_expert_cases(CheckList& g, const GluActivation& act, std::string_view label, uint32_t seed,
+                      int32_t layer_base);
 // The cases of the linear-attention ops (op_test_recurrent.cpp): short_conv, kda, mul_sigmoid, res_mix,
 // and SiTU experts.
 void recurrent_cases(CheckList& g);

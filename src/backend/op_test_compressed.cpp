@@ -322,43 +322,9 @@ void v4_route_cases(CheckList& g) {
 }
 
 void clamped_expert_cases(CheckList& g) {
-    uint32_t seed = 2800;
-    const int64_t d_model = 64, d_ff = 32;
-    const int n_experts = 4, k = 2;
-    // A limit well inside the projections' spread (about 12 here): many gates and
-    // ups are clamped.
+    // A limit well inside the projections' spread (about 12 here): many gates and ups are clamped.
     const GluActivation clamped{GluKind::silu_clamp, 4.0f, 0.0f};
-    for (Format f : {Format::f32, Format::mxfp4}) {
-        const int32_t layer = 200 + static_cast<int32_t>(f);  // (layer, id) names the expert for device tiers
-        std::vector<ExpertWeights> experts;
-        for (int e = 0; e < n_experts; ++e)
-            experts.push_back({e, weight_random(f, d_ff, d_model, ++seed),
-                               weight_random(f, d_ff, d_model, ++seed),
-                               weight_random(f, d_model, d_ff, ++seed), layer, clamped});
-        for (int64_t n : {1, 6}) {
-            const std::vector<float> x = random_normal(n * d_model, ++seed, 3.0f);
-            const Routing r = g.reference().route_softmax_topk(
-                tensor_on(g.reference(), n, n_experts, random_normal(n * n_experts, ++seed)), k, true);
-            const Weight& gate = experts.front().gate;
-            g.check_same(
-                {.op = OpKind::moe_experts,
-                 .n = n,
-                 .format = f,
-                 .rows = gate.rows(),
-                 .cols = gate.cols(),
-                 .weight = &gate,
-                 .glu = GluKind::silu_clamp},
-                fmt::format("clamped SwiGLU limit {} E={} k={} n={}", clamped.beta, n_experts, k, n),
-                kOpTolDot,
-                [&](Backend& b) {
-                    Tensor y = b.tensor_new(n, d_model);
-                    b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
-                    return tensor_host(b, y);
-                },
-                kRefTolDot,
-                [&] { return op_reference::moe_experts(experts, r, x, std::vector<float>(n * d_model)); });
-        }
-    }
+    glu_expert_cases(g, clamped, fmt::format("clamped SwiGLU limit {}", clamped.beta), 2800, 200);
 }
 
 }  // namespace

@@ -129,17 +129,23 @@ void res_mix_cases(CheckList& g) {
 }
 
 void situ_expert_cases(CheckList& g) {
-    uint32_t seed = 1800;
+    glu_expert_cases(g, {GluKind::situ, 4.0f, 25.0f}, "SiTU", 1800, 100);  // K3's betas
+}
+
+}  // namespace
+
+void glu_expert_cases(CheckList& g, const GluActivation& act, std::string_view label, uint32_t seed,
+                      int32_t layer_base) {
     const int64_t d_model = 64, d_ff = 32;
     const int n_experts = 4, k = 2;
-    const GluActivation situ{GluKind::situ, 4.0f, 25.0f};  // K3's betas
     for (Format f : {Format::f32, Format::mxfp4}) {
-        const int32_t layer = 100 + static_cast<int32_t>(f);  // (layer, id) names the expert for device tiers
+        const int32_t layer =
+            layer_base + static_cast<int32_t>(f);  // (layer, id) names the expert for device tiers
         std::vector<ExpertWeights> experts;
         for (int e = 0; e < n_experts; ++e)
             experts.push_back({e, weight_random(f, d_ff, d_model, ++seed),
                                weight_random(f, d_ff, d_model, ++seed),
-                               weight_random(f, d_model, d_ff, ++seed), layer, situ});
+                               weight_random(f, d_model, d_ff, ++seed), layer, act});
         for (int64_t n : {1, 6}) {
             const std::vector<float> x = random_normal(n * d_model, ++seed, 3.0f);
             const Routing r = g.reference().route_softmax_topk(
@@ -151,9 +157,9 @@ void situ_expert_cases(CheckList& g) {
                            .rows = gate.rows(),
                            .cols = gate.cols(),
                            .weight = &gate,
-                           .glu = GluKind::situ};
+                           .glu = act.kind};
             g.check_same(
-                d, fmt::format("SiTU E={} k={} n={}", n_experts, k, n), kOpTolDot,
+                d, fmt::format("{} E={} k={} n={}", label, n_experts, k, n), kOpTolDot,
                 [&](Backend& b) {
                     Tensor y = b.tensor_new(n, d_model);
                     b.moe_experts(experts, r, tensor_on(b, n, d_model, x), y);
@@ -164,8 +170,6 @@ void situ_expert_cases(CheckList& g) {
         }
     }
 }
-
-}  // namespace
 
 void recurrent_cases(CheckList& g) {
     short_conv_cases(g);
