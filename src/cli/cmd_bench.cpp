@@ -504,6 +504,8 @@ void cmd_bench_add(CLI::App& app) {
     cmd->add_option("--io-threads", a->engine.io_threads, "Concurrent expert reads (and raw disk readers)")
         ->capture_default_str();
     cmd->add_flag("!--no-direct-io", a->engine.direct_io, "Read experts through the page cache");
+    cmd->add_flag("!--no-mmap", a->engine.mmap,
+                  "Without --ram-gb: copy experts into a RAM cache instead of using the file mappings");
     cmd->add_option("--hot-set", a->engine.hot_set, "Routing-history file: none, auto or a path")
         ->capture_default_str();
     cmd->add_option("--tokens", a->tokens, "Decode steps measured per run")->capture_default_str();

@@ -52,6 +52,9 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
         ->capture_default_str();
     cmd.add_option("--io-threads", o.io_threads, "Concurrent expert reads")->capture_default_str();
     cmd.add_flag("!--no-direct-io", o.direct_io, "Read experts through the page cache instead of O_DIRECT");
+    cmd.add_flag("!--no-mmap", o.mmap,
+                 "Copy experts into a RAM cache even without --ram-gb or --expert-cache (by default they are "
+                 "then used in place from the page cache)");
     cmd.add_option("--hot-set", o.hot_set,
                    "Routing-history file for the pinned hot set: auto ($XDG_CACHE_HOME/coli, by the model's "
                    "fingerprint), none, or a path")
@@ -144,12 +147,21 @@ void stats_print(Engine& engine) {
                    s.pinned_experts);
         return;
     }
-    fmt::print(
-        stderr,
-        "experts: {} hits, {} misses (hit rate {:.1f}%), {} read at {:.2f} GB/s, {:.3f} s stalled on I/O, "
-        "{} evictions, {} cached, {} pinned\n",
-        s.hits, s.misses, 100 * s.hit_rate(), bytes_human(s.bytes_read), s.read_gbps(), s.stall_seconds,
-        s.evictions, bytes_human(s.cached_bytes), s.pinned_experts);
+    if (s.mapped) {
+        fmt::print(
+            stderr,
+            "experts: used in place from the file mappings (--no-mmap copies them); {} hits, {} misses "
+            "(hit rate {:.1f}%), {} brought in at {:.2f} GB/s, {:.3f} s stalled on I/O, {} mapped\n",
+            s.hits, s.misses, 100 * s.hit_rate(), bytes_human(s.bytes_read), s.read_gbps(), s.stall_seconds,
+            bytes_human(s.cached_bytes));
+    } else {
+        fmt::print(stderr,
+                   "experts: {} hits, {} misses (hit rate {:.1f}%), {} read at {:.2f} GB/s, {:.3f} s stalled "
+                   "on I/O, "
+                   "{} evictions, {} cached, {} pinned\n",
+                   s.hits, s.misses, 100 * s.hit_rate(), bytes_human(s.bytes_read), s.read_gbps(),
+                   s.stall_seconds, s.evictions, bytes_human(s.cached_bytes), s.pinned_experts);
+    }
     fmt::print(stderr, "routing: {:.1f} distinct experts per layer, {:.2f} shared by consecutive tokens\n",
                s.distinct_per_layer, s.consecutive_shared);
 }

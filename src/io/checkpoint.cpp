@@ -118,6 +118,12 @@ std::span<const uint8_t> Checkpoint::map(const TensorInfo& t) const {
         fail("{}: tensor {} [{}, +{}) is past the end ({} bytes)", f.path.string(), quote(t.name), t.offset,
              t.nbytes, f.size);
     if (t.nbytes == 0) return {};
+    return map_file(t.file).subspan(t.offset, t.nbytes);
+}
+
+std::span<const uint8_t> Checkpoint::map_file(int file) const {
+    check(file >= 0 && file < file_count(), "{}: no file {} of {}", dir_.string(), file, file_count());
+    const File& f = files_[file];
     std::lock_guard lock(map_mutex_);
     if (!f.map) {
         // The whole file once: tensors share pages with their neighbours, and one mapping per file keeps the
@@ -134,7 +140,7 @@ std::span<const uint8_t> Checkpoint::map(const TensorInfo& t) const {
         check(p != MAP_FAILED, "{}: cannot map {} bytes: {}", f.path.string(), f.size, std::strerror(err));
         f.map = static_cast<const uint8_t*>(p);
     }
-    return {f.map + t.offset, t.nbytes};
+    return {f.map, f.size};
 }
 
 uint64_t Checkpoint::total_bytes() const {

@@ -40,6 +40,8 @@ public:
     // The tensor's bytes through a read-only shared mapping of its file (mapped on first use). For
     // resident (dense) weights; expert bytes go through the expert store's reads instead.
     std::span<const uint8_t> map(const TensorInfo& t) const;
+    // All bytes of file `file` through the same mapping (mapped on first use).
+    std::span<const uint8_t> map_file(int file) const;
 
     uint64_t total_bytes() const;  // sum of all tensors' nbytes
 

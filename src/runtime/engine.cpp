@@ -44,6 +44,8 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     load.store.slots_per_layer = opts.expert_cache;
     load.store.io_threads = opts.io_threads;
     load.store.direct_io = opts.direct_io;
+    // Without a budget every expert stays once read, so a copy would only double what the page cache holds.
+    if (opts.mmap && opts.ram_gb == 0 && opts.expert_cache == 0) load.store.source = ExpertSource::mapped;
     // The routing history of "auto" lives in the user's cache, named by the model's fingerprint, never
     // in the model's directory (read-only or shared, often).
     if (opts.hot_set == "auto")

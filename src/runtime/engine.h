@@ -27,6 +27,9 @@ struct EngineOptions {
     int expert_cache = 0;   // expert slots per layer; 0 = no limit
     int io_threads = 4;     // concurrent expert reads
     bool direct_io = true;  // O_DIRECT for expert reads where possible
+    // With no RAM budget and no slot limit, use the experts in place from the checkpoint's file mappings
+    // (ExpertSource::mapped) instead of copying them into a cache; false always reads.
+    bool mmap = true;
     std::string hot_set =
         "auto";           // routing history: "auto" (the user's cache, io/user_cache.h), "none", a path
     int dense_bits = 0;   // 0 | 8 | 4

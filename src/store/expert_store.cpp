@@ -117,6 +117,8 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
     check(opts.slots_per_layer >= 0, "expert store: slots per layer must be >= 0, not {}",
           opts.slots_per_layer);
     check(opts.io_threads >= 1, "expert store: it needs at least one I/O thread, not {}", opts.io_threads);
+    check(opts.source == ExpertSource::read || (opts.ram_bytes == 0 && opts.slots_per_layer == 0),
+          "expert store: experts used in place from the file mappings take no RAM budget or slot limit");
     check(opts.hot_fraction >= 0 && opts.hot_fraction <= 1,
           "expert store: the hot set's share of the budget must be within [0, 1], not {}", opts.hot_fraction);
 
@@ -144,15 +146,18 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
     }
 
     files.resize(ckpt.file_count());
-    for (int f : index->files()) files[f] = std::make_unique<ReadFile>(ckpt.file_path(f), opts.direct_io);
+    if (opts.source == ExpertSource::read)
+        for (int f : index->files()) files[f] = std::make_unique<ReadFile>(ckpt.file_path(f), opts.direct_io);
 
     if (hot_enabled) {
         if (history.load(hot_path))
             log_debug("expert store: routing history loaded from {}", hot_path.string());
         refresh_hot_set();
     }
-    log_debug("expert store: {} of routed experts in {} layers, budget {}, {} I/O threads",
-              show_bytes(index->total_bytes()), index->n_layers(), ram ? show_bytes(ram) : "unlimited",
+    log_debug("expert store: {} of routed experts in {} layers, {}, {} I/O threads",
+              show_bytes(index->total_bytes()), index->n_layers(),
+              opts.source == ExpertSource::mapped ? "used in place from the file mappings"
+                                                  : "budget " + (ram ? show_bytes(ram) : "unlimited"),
               opts.io_threads);
 }
 
@@ -216,11 +221,12 @@ void parts_nan_check(ExpertHandle::Entry& e, uint32_t read, const ReadBuffer& bu
 
 void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     const ReadRange& range = e->loc->reads[i];
-    const ReadFile& file = *files[range.file];
+    const bool mapped = opts.source == ExpertSource::mapped;
     ReadBuffer buf;
     std::string error;
     try {
-        buf = ReadBuffer::read(file, range, pool);
+        buf = mapped ? ReadBuffer::map(ckpt.map_file(range.file), range)
+                     : ReadBuffer::read(*files[range.file], range, pool);
         parts_nan_check(*e, i, buf);
     } catch (const std::exception& ex) {
         error = ex.what();
@@ -230,7 +236,8 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     if (error.empty()) {
         e->buffers[i] = std::move(buf);
         // O_DIRECT reads whole blocks.
-        bytes_read += file.has_direct() ? ReadFile::direct_bytes(range.length, range.offset) : range.length;
+        const bool direct = !mapped && files[range.file]->has_direct();
+        bytes_read += direct ? ReadFile::direct_bytes(range.length, range.offset) : range.length;
     } else if (e->error.empty()) {
         e->error = error;
     }
@@ -444,6 +451,7 @@ StoreStats ExpertStore::stats() const {
     st.misses = s.misses;
     st.evictions = s.cache.evictions();
     st.bytes_read = s.bytes_read;
+    st.mapped = s.opts.source == ExpertSource::mapped;
     st.stall_seconds = s.stall_seconds;
     st.moe_seconds = s.moe_seconds;
     st.moe_calls = s.moe_calls;

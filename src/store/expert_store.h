@@ -24,7 +24,16 @@ struct ExpertLayout {
     std::function<std::vector<std::string>(int layer, int expert)> tensor_names;
 };
 
+// Where a cached expert's bytes live.
+enum class ExpertSource : uint8_t {
+    read,    // copied by reads into RAM the store allocates, within its budget (O_DIRECT where asked)
+    mapped,  // views of the checkpoint's shared file mappings: the page cache holds them, nothing is copied
+};
+
 struct StoreOptions {
+    // Mapped needs no budget and no slot limit: nothing is ever evicted (the kernel may drop clean pages
+    // under memory pressure and read them again on the next use).
+    ExpertSource source = ExpertSource::read;
     uint64_t ram_bytes = 0;         // hard limit on cached expert bytes; 0 = unlimited
     int slots_per_layer = 0;        // at most this many experts cached per layer; 0 = no limit
     int io_threads = 4;             // concurrent reads
@@ -43,7 +52,8 @@ struct StoreStats {
     uint64_t hits = 0;            // fetches served from RAM
     uint64_t misses = 0;          // fetches that needed a read
     uint64_t evictions = 0;       // experts dropped to stay within the budget
-    uint64_t bytes_read = 0;      // bytes read from disk (aligned ranges, as issued)
+    uint64_t bytes_read = 0;      // bytes read (aligned ranges, as issued); mapped: bytes brought in
+    bool mapped = false;          // the experts are views of the file mappings (ExpertSource::mapped)
     double read_seconds = 0;      // wall time with at least one read in flight
     double stall_seconds = 0;     // time fetch() waited for reads
     uint64_t cached_bytes = 0;    // bytes held now (<= budget)

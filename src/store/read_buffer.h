@@ -1,10 +1,12 @@
-// The bytes of one ReadRange of an expert, read from disk into an aligned buffer taken from the store's
-// BufferPool and given back to it when the expert is dropped (the pool keeps it on the buffer meter).
+// The bytes of one ReadRange of an expert: read from disk into an aligned buffer taken from the store's
+// BufferPool and given back to it when the expert is dropped (the pool keeps it on the buffer meter), or a
+// view of the checkpoint's file mapping (ExpertSource::mapped), which owns nothing.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 
 #include "io/file.h"
@@ -19,18 +21,21 @@ public:
     // Reads `range` of `file` with ReadFile::read_direct (O_DIRECT when the file was opened with it,
     // buffered otherwise) into a buffer of range.buffer_bytes from `pool`. Throws coli::Error.
     static ReadBuffer read(const ReadFile& file, const ReadRange& range, std::shared_ptr<BufferPool> pool);
+    // The range inside `file_map` (all bytes of its file, mapped), its pages brought in (mapping_populate).
+    // Throws coli::Error.
+    static ReadBuffer map(std::span<const uint8_t> file_map, const ReadRange& range);
 
     ReadBuffer(ReadBuffer&& o) noexcept { *this = std::move(o); }
     ReadBuffer& operator=(ReadBuffer&& o) noexcept;
     ~ReadBuffer() { release(); }
 
-    const uint8_t* data() const { return bytes_.get() + skew_; }  // the range's first byte
+    const uint8_t* data() const { return data_; }  // the range's first byte
 
 private:
     void release();
 
-    AlignedBytes bytes_;
-    size_t skew_ = 0;                   // position of the range's first byte in the buffer
+    const uint8_t* data_ = nullptr;     // the range's first byte: in bytes_, or in a file mapping
+    AlignedBytes bytes_;                // the buffer a read filled; empty for a mapped range
     uint64_t size_ = 0;                 // bytes of the buffer
     std::shared_ptr<BufferPool> pool_;  // where the buffer came from and goes back to
 };
