@@ -146,9 +146,12 @@ void CudaBackend::rms_norm(const Tensor& x, const Weight& w, float eps, Tensor& 
 void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& y) {
     fault_check(OpKind::matmul);
     check_owner(x, "matmul x");
-    check_shape(x, x.rows(), w.cols(), "matmul x");
+    const int64_t groups = w.cols() > 0 ? x.cols() / w.cols() : 1;
+    check(groups >= 1 && x.cols() == groups * w.cols() && w.rows() % groups == 0,
+          "matmul: x [{}, {}] for a [{}, {}] weight", x.rows(), x.cols(), w.rows(), w.cols());
     check_shape(y, x.rows(), w.rows(), "matmul y");
-    matmul_device(resident(w, "matmul"), dev(x), x.rows(), dev(y));
+    if (groups == 1) return matmul_device(resident(w, "matmul"), dev(x), x.rows(), dev(y));
+    matmul_grouped(resident(w, "matmul"), groups, dev(x), x.rows(), dev(y));
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
@@ -300,7 +303,7 @@ void CudaBackend::dsa_select(const Tensor& q, const Tensor& weights, const Tenso
     // Scores and their top-k on the device: only the selection leaves the kernels.
     cuda::Scratch<float> scores(ctx_, n * total);
     cuda::dsa_scores(dev(q), dev(weights), dev(cache), n, pos0, a, scores.get(), ctx_->compute);
-    cuda::dsa_topk(scores.get(), n, total, pos0, s.top_k, dev(out), ctx_->compute);
+    cuda::dsa_topk(scores.get(), n, total, pos0, 1, s.top_k, dev(out), ctx_->compute);
 }
 
 }  // namespace coli

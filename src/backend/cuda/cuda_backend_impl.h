@@ -75,9 +75,27 @@ public:
              Tensor& out) override;
     void mul_sigmoid(const Tensor& a, const Tensor& b, Tensor& out) override;
     void res_mix(std::span<const Tensor> entries, const Weight& w, float eps, Tensor& out) override;
+    // DeepSeek-V4's compressed attention (compressed_ops.cpp) and hyper-connections (hyper_ops.cpp).
+    void copy_rows(Tensor& dst, const Tensor& src, int64_t row0) override;
+    void compress_kv(const Tensor& kv, const Tensor& gate, const Weight& ape, const Tensor& state_kv,
+                     const Tensor& state_gate, const CompressShape& s, int64_t pos0, Tensor& out) override;
+    void compressed_attention(const Tensor& q, const Tensor& kv, const Tensor& ring, const Tensor& entries,
+                              const Tensor* selection, const Weight& sinks, const CompressedAttentionShape& s,
+                              int64_t pos0, Tensor& out) override;
+    void index_topk(const Tensor& q, const Tensor& weights, const Tensor& keys, const DsaShape& s,
+                    int64_t pos0, Tensor& out) override;
+    void hc_weights(const Tensor& mix, const Weight& base, const Weight& scale, const HcShape& s,
+                    Tensor& out) override;
+    void hc_collapse(const Tensor& x, const Tensor& weights, int streams, Tensor& out) override;
+    void hc_expand(const Tensor& x, const Tensor& y, const Tensor& weights, int streams,
+                   Tensor& out) override;
+    void repeat_cols(const Tensor& x, int times, Tensor& out) override;
 
-    // y = x w^T on device memory, choosing GEMV or GEMM by n (matmul.cpp).     x: [n, w.cols]; y: [n, w.rows]
+    // y = x w^T on device memory, choosing GEMV or GEMM by n (gemm.cpp).       x: [n, w.cols]; y: [n, w.rows]
     void matmul_device(const cuda::DeviceWeight& w, const float* x, int64_t n, float* y);
+    // The grouped (block-diagonal) matmul of backend.h: matmul_device per group on a view of its rows.
+    //                                                         x: [n, groups * w.cols]; y: [n, w.rows]
+    void matmul_grouped(const cuda::DeviceWeight& w, int64_t groups, const float* x, int64_t n, float* y);
     const std::shared_ptr<cuda::Context>& context() const { return ctx_; }
 
 private:

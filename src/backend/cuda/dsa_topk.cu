@@ -1,4 +1,5 @@
-// DSA's selection rule (backend.h dsa_topk_row) on the device, one block per query row:
+// DSA's selection rule (backend.h dsa_topk_row) on the device, one block per query row, whose visible keys
+// are the first (pos0 + i + 1) / ratio (ratio 1: dsa_select's causal keys; index_topk's compressed keys):
 //   1. radix select: four passes of 8 bits over the scores, as order-preserving integer keys (the first
 //      kCachedKeys of them kept in shared memory), find the key T of the want-th largest score (want =
 //      min(top_k, visible)) and how many scores equal to T it takes to reach want;
@@ -72,7 +73,7 @@ __device__ uint32_t digit_find(const uint32_t* hist, uint32_t& remaining, uint32
 }
 
 __global__ void __launch_bounds__(kThreads)
-    dsa_topk_kernel(const float* __restrict__ scores, int64_t total, int64_t pos0, int top_k,
+    dsa_topk_kernel(const float* __restrict__ scores, int64_t total, int64_t pos0, int ratio, int top_k,
                     float* __restrict__ out) {
     extern __shared__ uint32_t cached[];  // [min(visible, kCachedKeys)]: score keys of the row's start
     __shared__ uint32_t hist[kBins];
@@ -80,9 +81,13 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ uint32_t warp_ties[kWarps];  // ties to T per warp in the current chunk
     __shared__ uint32_t above_count, ties_taken;
     __shared__ uint64_t picked[kCudaDsaMaxTopK];  // sort words
-    const int64_t i = blockIdx.x, visible = pos0 + i + 1;
+    const int64_t i = blockIdx.x, visible = (pos0 + i + 1) / ratio;
     const float* row = scores + i * total;
     const uint32_t want = static_cast<uint32_t>(visible < top_k ? visible : top_k);
+    if (want == 0) {  // no key visible yet (compressed keys): every slot empty
+        for (int s = threadIdx.x; s < top_k; s += kThreads) out[i * top_k + s] = -1.0f;
+        return;
+    }
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int64_t n_cached = visible < kCachedKeys ? visible : kCachedKeys;
     for (int64_t j = threadIdx.x; j < n_cached; j += kThreads) cached[j] = score_key(row[j]);
@@ -158,14 +163,14 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void dsa_topk(const float* scores, int64_t n, int64_t total, int64_t pos0, int top_k, float* out,
+void dsa_topk(const float* scores, int64_t n, int64_t total, int64_t pos0, int ratio, int top_k, float* out,
               cudaStream_t s) {
     if (n == 0) return;
     const size_t smem = static_cast<size_t>(total < kCachedKeys ? total : kCachedKeys) * sizeof(uint32_t);
     cuda_check(cudaFuncSetAttribute(dsa_topk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(smem)),
                "dsa_topk shared memory");
-    dsa_topk_kernel<<<static_cast<unsigned>(n), kThreads, smem, s>>>(scores, total, pos0, top_k, out);
+    dsa_topk_kernel<<<static_cast<unsigned>(n), kThreads, smem, s>>>(scores, total, pos0, ratio, top_k, out);
     cuda_check(cudaGetLastError(), "dsa_topk launch");
 }
 

@@ -5,7 +5,12 @@
 //   other formats rows are decoded into bf16 hi + lo parts in chunks, and y = Whi xhi + Whi xlo + Wlo xhi
 //                 (Wlo xlo is below f32 rounding); mxfp4 values are exact in bf16, so Wlo is zero and
 //                 skipped. Used from kCudaDequantMinTokens, where the decoded copy pays for itself.
+// A grouped (block-diagonal) matmul runs the same per group, on a view of the group's rows of the weight
+// (fp8 rows that split a 128-row scale block: decoded to f32 first), with the group's columns of x gathered
+// and its columns of y scattered by strided copies (none for one token: both are contiguous then).
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "backend/cuda/blas.h"
 #include "backend/cuda/cuda_backend_impl.h"
@@ -50,7 +55,55 @@ int64_t gemm_min_tokens(Format f) {
     return (f == Format::f32 || f == Format::bf16) ? kCudaBlasMinTokens : kCudaDequantMinTokens;
 }
 
+// Rows [r0, r0 + count) of w as a weight of their own: the device copy keeps format.h's layout, so the
+// host's view arithmetic (pointers only, nothing read) applies. None for fp8 rows that split a scale block.
+std::optional<cuda::DeviceWeight> rows_view(const cuda::DeviceWeight& w, int64_t r0, int64_t count) {
+    const std::optional<WeightView> v =
+        weight_rows_view(WeightView{w.format, w.rows, w.cols, w.data, w.scales}, r0, count);
+    if (!v) return std::nullopt;
+    return cuda::DeviceWeight{v->format, v->rows, v->cols, v->data, v->scales};
+}
+
 }  // namespace
+
+void CudaBackend::matmul_grouped(const cuda::DeviceWeight& w, int64_t groups, const float* x, int64_t n,
+                                 float* y) {
+    if (n == 0 || w.rows == 0) return;
+    cudaStream_t s = ctx_->compute;
+    const int64_t r = w.rows / groups, cols = w.cols;
+    // One token: the group's x columns and y columns are contiguous, read and written in place.
+    const bool direct = n == 1;
+    cuda::Scratch<float> xs(ctx_, direct ? 0 : n * cols), ys(ctx_, direct ? 0 : n * r);  // [n, cols], [n, r]
+    std::optional<cuda::Scratch<float>> decoded;                                         // [r, cols]
+    std::optional<cuda::Scratch<int32_t>> ids;                                           // [r]
+    for (int64_t g = 0; g < groups; ++g) {
+        std::optional<cuda::DeviceWeight> view = rows_view(w, g * r, r);
+        if (!view) {  // decoded to f32 by the embedding kernel (rows g r .. of the weight as its "tokens")
+            if (!decoded) decoded.emplace(ctx_, r * cols);
+            if (!ids) ids.emplace(ctx_, r);
+            std::vector<int32_t> rows(r);
+            for (int64_t j = 0; j < r; ++j) rows[j] = static_cast<int32_t>(g * r + j);
+            // Pageable source: the call returns once the ids are staged, so `rows` may go away after it.
+            cuda_check(cudaMemcpyAsync(ids->get(), rows.data(), rows.size() * sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, s),
+                       "grouped matmul row ids");
+            cuda::embedding(w, ids->get(), r, decoded->get(), s);
+            view = cuda::DeviceWeight{Format::f32, r, cols, decoded->get(), nullptr};
+        }
+        if (direct) {
+            matmul_device(*view, x + g * cols, 1, y + g * r);
+            continue;
+        }
+        cuda_check(
+            cudaMemcpy2DAsync(xs.get(), cols * sizeof(float), x + g * cols, groups * cols * sizeof(float),
+                              cols * sizeof(float), n, cudaMemcpyDeviceToDevice, s),
+            "grouped matmul x gather");
+        matmul_device(*view, xs.get(), n, ys.get());
+        cuda_check(cudaMemcpy2DAsync(y + g * r, w.rows * sizeof(float), ys.get(), r * sizeof(float),
+                                     r * sizeof(float), n, cudaMemcpyDeviceToDevice, s),
+                   "grouped matmul y scatter");
+    }
+}
 
 void CudaBackend::matmul_device(const cuda::DeviceWeight& w, const float* x, int64_t n, float* y) {
     if (n == 0 || w.rows == 0) return;

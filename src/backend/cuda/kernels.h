@@ -131,10 +131,69 @@ void dsa_scores(const float* q, const float* weights, const float* keys, int64_t
                 const DsaArgs& a, float* scores, cudaStream_t s);
 // Shared memory one dsa_scores block needs, in bytes.
 size_t dsa_scores_smem_bytes(const DsaArgs& a);
-// Row i of out = dsa_topk_row(row i of scores, pos0 + i + 1, top_k), top_k <= kCudaDsaMaxTopK.
+// index_topk's scores (backend.h): row i of scores [n, (pos0 + n) / ratio] holds, for the compressed keys
+// e < (pos0 + i + 1) / ratio, sum_h weights[i][h] weight_scale relu(scale q_h(i) . keys[e]), equal to the
+// CPU's bit for bit (its summation order); head_dim <= kCudaIndexMaxHeadDim.
+//   q: [n, heads * dim]; weights: [n, heads]; keys: [>= (pos0 + n) / ratio, dim]
+void index_scores(const float* q, const float* weights, const float* keys, int64_t n, int64_t pos0, int ratio,
+                  const DsaArgs& a, float* scores, cudaStream_t s);
+// Row i of out = dsa_topk_row(row i of scores, (pos0 + i + 1) / ratio, top_k), top_k <= kCudaDsaMaxTopK
+// (ratio 1: dsa_select's keys; more: index_topk's compressed keys).
 //   scores: [n, total]; out: [n, top_k]
-void dsa_topk(const float* scores, int64_t n, int64_t total, int64_t pos0, int top_k, float* out,
+void dsa_topk(const float* scores, int64_t n, int64_t total, int64_t pos0, int ratio, int top_k, float* out,
               cudaStream_t s);
+
+// DeepSeek-V4's compressed attention (backend.h compressed_attention; compressed_attention.cu): the device
+// memory of one call.
+struct CompressedAttentionIo {
+    const float* q;          // [n, heads * head_dim]
+    const float* kv;         // [n, head_dim]: the raw keys of positions pos0..
+    const float* ring;       // [ring_rows, head_dim]: raw keys of earlier positions p at row p mod ring_rows
+    const float* entries;    // [>= (pos0 + n) / ratio, head_dim]; nullptr when ratio = 0
+    const float* selection;  // [n, entry_slots] entry ids (-1: none), or nullptr: every closed entry
+    const float* sinks;      // [heads]
+};
+// Its shape; a query's key slots are window raw positions, then entry_slots entries.
+struct CompressedAttentionArgs {
+    int n_heads, head_dim, window, ratio;  // CompressedAttentionShape (ratio 0: sliding window only)
+    float scale;                           // softmax scale
+    int64_t pos0;                          // position of query 0
+    int64_t ring_rows;                     // rows of the ring
+    int64_t entry_slots;                   // selection columns, or (pos0 + n) / ratio without one; 0: ratio 0
+};
+// Its key splits (keys: slots of a split) and the queries of one pass, as attention_split.
+AttentionSplit compressed_attention_split(int64_t n, const CompressedAttentionArgs& a);
+int64_t compressed_attention_scratch_floats(const AttentionSplit& p, const CompressedAttentionArgs& a);
+// out [n, heads * head_dim]; scratch: compressed_attention_scratch_floats(p, a) floats.
+void compressed_attention(const CompressedAttentionIo& io, const CompressedAttentionArgs& a, int64_t n,
+                          const AttentionSplit& p, float* scratch, float* out, cudaStream_t s);
+
+// DeepSeek-V4's KV compressor (backend.h compress_kv) of the windows closing in a call.
+//   kv, gate: [n, series head_dim]; ape: [ratio, series head_dim]; state_kv, state_gate: [series ratio,
+//   series head_dim]; out: [windows, head_dim]
+struct CompressArgs {
+    int ratio, head_dim, series;  // CompressShape
+};
+void compress_kv(const float* kv, const float* gate, const float* ape, const float* state_kv,
+                 const float* state_gate, int64_t pos0, const CompressArgs& a, int64_t windows, float* out,
+                 cudaStream_t s);
+
+// DeepSeek-V4's hyper-connections (backend.h hc_weights, hc_collapse, hc_expand; hyper.cu).
+struct HcArgs {
+    int streams;         // S
+    int64_t cols;        // mix's width: (2 + S) S, or S (a head's: pre only)
+    int sinkhorn_iters;  // HcShape
+    float eps;
+};
+//   mix, out: [n, cols]; base: [cols]; scale: [3], or [1] for a head
+void hc_weights(const float* mix, const float* base, const float* scale, int64_t n, const HcArgs& a,
+                float* out, cudaStream_t s);
+//   x: [n, streams d]; weights: [n, w_cols >= streams]; out: [n, d]
+void hc_collapse(const float* x, const float* weights, int64_t n, int64_t d, int streams, int64_t w_cols,
+                 float* out, cudaStream_t s);
+//   x, out: [n, streams d]; y: [n, d]; weights: [n, (2 + streams) streams]
+void hc_expand(const float* x, const float* y, const float* weights, int64_t n, int64_t d, int streams,
+               float* out, cudaStream_t s);
 
 // Softmax over each row, top k (ties to the lower id), optionally renormalized.  logits: [n, n_experts]
 void route_softmax_topk(const float* logits, int64_t n, int64_t n_experts, int k, bool renormalize,

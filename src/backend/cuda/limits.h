@@ -29,6 +29,9 @@ inline constexpr int kCudaDsaMaxTopK = 4096;
 // The DSA scoring kernel reads the indexer's queries and keys as float4s: head_dim a multiple of this.
 inline constexpr int kCudaDsaHeadDimMultiple = 4;
 
+// Widest indexer key index_topk scores: a block's keys pass through shared memory (dsa_scores.cu; V4: 128).
+inline constexpr int kCudaIndexMaxHeadDim = 160;
+
 // Widest MLA latent (kv_lora_rank) the MLA output kernel holds in shared memory (DeepSeek, GLM, Kimi: 512).
 inline constexpr int64_t kCudaMlaMaxLatent = 1024;
 

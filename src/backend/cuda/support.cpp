@@ -7,8 +7,8 @@ namespace coli {
 
 bool cuda_supports(const OpDesc& d) {
     switch (d.op) {
-        case OpKind::matmul:  // every weight format, any shape; not grouped (block-diagonal) yet
-            return d.groups <= 1;
+        case OpKind::matmul:  // every weight format, any shape; grouped: per group on a view of its rows
+            return true;
         case OpKind::embedding:
         case OpKind::rms_norm:
         case OpKind::add:
@@ -37,15 +37,17 @@ bool cuda_supports(const OpDesc& d) {
             return true;
         case OpKind::res_mix:
             return d.entries <= kCudaResMixMaxEntries;
-        case OpKind::copy_rows:  // DeepSeek-V4's compressed attention and hyper-connections: no kernels yet
-        case OpKind::compress_kv:
-        case OpKind::compressed_attention:
-        case OpKind::index_topk:
-        case OpKind::hc_weights:
+        case OpKind::copy_rows:    // device copies
+        case OpKind::repeat_cols:  // strided device copies
+        case OpKind::hc_weights:   // one thread per token, any number of streams
         case OpKind::hc_collapse:
         case OpKind::hc_expand:
-        case OpKind::repeat_cols:
-            return false;
+        case OpKind::compress_kv:  // one thread per (window, channel), any ratio
+            return true;
+        case OpKind::compressed_attention:  // any window and entries: key splits, as attention
+            return true;
+        case OpKind::index_topk:  // dsa_select's top-k kernel; a block's keys in shared memory
+            return d.top_k <= kCudaDsaMaxTopK && d.head_dim <= kCudaIndexMaxHeadDim;
         case OpKind::count_:
             break;
     }
