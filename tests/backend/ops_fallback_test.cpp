@@ -232,28 +232,35 @@ TEST(OpsFallback, DeclinedLimitsAreFallbacksNotFaults) {
     EXPECT_EQ(ops.counters().total_faults(), 0u);
 }
 
-// The compressed-attention ops and grouped matmul have no GPU kernels yet: the CUDA table declines them (the
-// stand-in has none either: a call would throw), so they run on the CPU, counted, never as faults.
-TEST(OpsFallback, CompressedAttentionOpsAreDeclinedByCuda) {
+// One index_topk call of one token over 4 compressed keys (ratio 1): 2 heads of head_dim, top_k.
+void index_call(Ops& ops, int head_dim, int top_k) {
+    constexpr int kHeads = 2, kKeys = 4;
+    ops.index_topk(ops.tensor_from(1, kHeads * head_dim, random_normal(kHeads * head_dim, 22)),
+                   ops.tensor_from(1, kHeads, random_normal(kHeads, 23)),
+                   ops.tensor_from(kKeys, head_dim, random_normal(kKeys * head_dim, 24)),
+                   DsaShape{kHeads, head_dim, top_k, 0.5f, 1.0f, 1}, 0);
+}
+
+// DeepSeek-V4's ops have CUDA kernels: the CUDA table takes them at any size, grouped matmul too, except
+// index_topk past its kernels' limits (the top-k sort's size, the key width its scoring block holds), which
+// it declines, so such a call runs on the CPU, counted, never as a fault (the stand-in has no index_topk
+// kernel: a call that reached it would throw).
+TEST(OpsFallback, CompressedAttentionLimitsAreDeclinedByCuda) {
+    for (OpKind op : {OpKind::copy_rows, OpKind::repeat_cols, OpKind::hc_weights, OpKind::hc_collapse,
+                      OpKind::hc_expand, OpKind::compress_kv, OpKind::compressed_attention})
+        EXPECT_TRUE(cuda_supports({.op = op})) << op_name(op);
+    EXPECT_TRUE(cuda_supports({.op = OpKind::matmul, .groups = 8}));
+    EXPECT_TRUE(cuda_supports({.op = OpKind::index_topk, .head_dim = kCudaIndexMaxHeadDim, .top_k = 512}));
     ThreadPool pool(1);
     CpuBackend cpu(pool);
     CudaLimitsBackend gpu(pool);
-    Ops ops(gpu, cpu), ref(cpu, cpu);
-    const std::vector<float> w = random_normal(8 * 4, 20), x = random_normal(2 * 8, 21);
-    for (Ops* o : {&ops, &ref}) {
-        o->matmul(weight_of(w, 8, 4), o->tensor_from(2, 4, std::span(x).first(8)));  // plain: native
-        const Tensor y = o->matmul(weight_of(w, 8, 4), o->tensor_from(2, 8, x), 2);
-        Tensor ring = o->tensor(3, 8);
-        o->copy_rows(ring, o->repeat_cols(o->tensor_from(2, 4, std::span(x).first(8)), 2), 2);
-        EXPECT_EQ(o->read(y).size(), 16u);
-    }
-    const auto i = [](OpKind op) { return static_cast<size_t>(op); };
-    EXPECT_EQ(ops.counters().native[i(OpKind::matmul)], 1u);
-    EXPECT_EQ(ops.counters().fallback[i(OpKind::matmul)], 1u) << "groups > 1";
-    EXPECT_EQ(ops.counters().fallback[i(OpKind::copy_rows)], 1u);
-    EXPECT_EQ(ops.counters().fallback[i(OpKind::repeat_cols)], 1u);
+    Ops ops(gpu, cpu);
+    index_call(ops, kCudaIndexMaxHeadDim + 4, 2);
+    index_call(ops, 8, kCudaDsaMaxTopK + 1);
+    const auto i = static_cast<size_t>(OpKind::index_topk);
+    EXPECT_EQ(ops.counters().native[i], 0u);
+    EXPECT_EQ(ops.counters().fallback[i], 2u);
     EXPECT_EQ(ops.counters().total_faults(), 0u);
-    EXPECT_EQ(ref.counters().total_fallbacks(), 0u);
 }
 
 // An op that a backend neither implements nor declines fails loudly, naming the op, and Ops counts a fault.
