@@ -2,7 +2,6 @@
 // window's slots with a softmax of their logits, in the CPU's order (the slots' largest logit, then the
 // exponentials' sums in slot order, each product and sum rounded apart as the CPU's loop does).
 #include "backend/cuda/kernels.h"
-#include "core/error.h"
 
 namespace coli::cuda {
 namespace {

@@ -1,12 +1,12 @@
 // DeepSeek-V4's hyper-connections (backend.h hc_weights, hc_collapse, hc_expand), in the CPU's operation
 // order: products and sums as separate roundings (__fmul_rn, __fadd_rn: the CPU's loops have no fused
-// multiply-add), so that only expf and the divisions' libm-free IEEE results remain to compare.
+// multiply-add) and IEEE divisions, so that collapse and expand equal the CPU's bit for bit and hc_weights
+// differs only by expf's last bits.
 //   hc_weights   one thread per token: a token's weights are a few dozen floats, normalized in place in out.
 //   hc_collapse  one thread per output element, the streams summed in stream order.
 //   hc_expand    one thread per output element, post y then the comb-weighted streams in stream order.
 #include "backend/activations.h"
 #include "backend/cuda/kernels.h"
-#include "core/error.h"
 
 namespace coli::cuda {
 namespace {
