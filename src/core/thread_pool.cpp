@@ -1,9 +1,41 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 namespace coli {
+
+namespace {
+
+// How long a thread waits by spinning before it sleeps: longer than the host work between two loops of a
+// decode step, short enough that an idle pool costs nothing measurable.
+constexpr int64_t kSpinMicros = 200;
+// Spins between two reads of the clock.
+constexpr int kSpinsPerClockRead = 64;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+// Spins until done() or kSpinMicros pass; returns done()'s last value.
+template <class Done>
+bool spin_until(Done&& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    for (;;) {
+        for (int i = 0; i < kSpinsPerClockRead; ++i) {
+            if (done()) return true;
+            cpu_relax();
+        }
+        if (std::chrono::steady_clock::now() >= deadline) return done();
+    }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
@@ -13,7 +45,7 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard lock(mu_);
-        stop_ = true;
+        stop_.store(true);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
@@ -27,36 +59,55 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
         fn(0, n);
         return;
     }
-    {
+    job_ = &fn;
+    job_n_ = n;
+    job_chunks_ = chunks;
+    job_chunk_ = (n + chunks - 1) / chunks;
+    // Every worker answers, those without a chunk too: the next loop's fields are written only after all
+    // of them have read this one's.
+    pending_.store(static_cast<int>(workers_.size()));
+    generation_.fetch_add(1);  // seq_cst, paired with the sleeper count (worker_loop)
+    if (workers_asleep_.load() > 0) {
         std::lock_guard lock(mu_);
-        job_ = &fn;
-        job_n_ = n;
-        job_chunks_ = chunks;
-        job_chunk_ = (n + chunks - 1) / chunks;
-        pending_ = chunks - 1;
-        ++generation_;
+        wake_.notify_all();
     }
-    wake_.notify_all();
     fn(0, std::min(n, job_chunk_));  // chunk 0 runs on the caller
-    std::unique_lock lock(mu_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+        std::unique_lock lock(mu_);
+        caller_asleep_.store(true);
+        done_.wait(lock, [this] { return pending_.load() == 0; });
+        caller_asleep_.store(false);
+    }
     job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
-        std::unique_lock lock(mu_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-        if (index >= job_chunks_) continue;
-        const auto* fn = job_;
-        const int64_t begin = index * job_chunk_, end = std::min(job_n_, begin + job_chunk_);
-        lock.unlock();
-        if (begin < end) (*fn)(begin, end);
-        lock.lock();
-        if (--pending_ == 0) done_.notify_all();
+        uint64_t now = seen;
+        const auto moved = [&] {
+            now = generation_.load();
+            return now != seen || stop_.load(std::memory_order_relaxed);
+        };
+        if (!spin_until(moved)) {
+            std::unique_lock lock(mu_);
+            // Announced before the last look at generation_ (both seq_cst): a caller that bumps it after
+            // that look sees the announcement and wakes us.
+            workers_asleep_.fetch_add(1);
+            wake_.wait(lock, moved);
+            workers_asleep_.fetch_sub(1);
+        }
+        if (stop_.load()) return;
+        seen = now;
+        if (index < job_chunks_) {
+            const int64_t begin = index * job_chunk_, end = std::min(job_n_, begin + job_chunk_);
+            if (begin < end) (*job_)(begin, end);
+        }
+        // The last answer wakes a caller that went to sleep; announced and checked as above.
+        if (pending_.fetch_sub(1) == 1 && caller_asleep_.load()) {
+            std::lock_guard lock(mu_);
+            done_.notify_all();
+        }
     }
 }
 
