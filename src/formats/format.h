@@ -82,6 +82,18 @@ void weight_decode_row(const WeightView& w, int64_t r, float* out);
 void matmul_ref(const WeightView& w, const float* x, int64_t n, float* y);
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 
+// One matmul of a batch: y[n][w.rows] = x[n][w.cols] · wᵀ.
+struct MatmulTask {
+    WeightView w;    // the weights
+    const float* x;  // [n, w.cols]
+    int64_t n;       // tokens
+    float* y;        // [n, w.rows]
+};
+// Every task's matmul, their rows split over the pool together in one parallel loop: each result is the
+// one matmul() gives, bit for bit, in one handover instead of one per task (a decode step's experts).
+void matmul_batch(const MatmulTask* tasks, size_t count,
+                  ThreadPool& pool);  // (pointer, count): nvcc reads this as C++17
+
 // Scalar conversions (round-to-nearest-even; NaN stays NaN; f16 handles subnormals). bf16_to_f32 is inline
 // so that loops of it vectorize (a row decode, MLA's per-head weights on the CPU).
 inline float bf16_to_f32(uint16_t h) {

@@ -2,6 +2,8 @@
 // another backend declines. Implements every op of the contract for every weight format.
 #pragma once
 
+#include <vector>
+
 #include "backend/backend.h"
 
 namespace coli {
@@ -64,6 +66,11 @@ public:
 
 private:
     ThreadPool& pool_;
+    // moe_experts' work arrays, kept between calls (one op runs at a time on a backend).
+    struct MoeScratch {
+        std::vector<float> xs, gate, up, out;  // routed rows of x, hidden, hidden, outputs
+    };
+    MoeScratch moe_scratch_;
 };
 
 }  // namespace coli

@@ -54,24 +54,45 @@ void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routi
     check_shape(y, x.rows(), d_model, "moe_experts y");
     check(r.n_tokens == x.rows(), "moe_experts: routing for {} tokens, x has {}", r.n_tokens, x.rows());
     const MoePlan p = moe_plan(experts, r, d_model);
+    // Expert i's routed rows are rows [offset[i], offset[i + 1]) of xs and out; its hidden values are
+    // [hidden[i], hidden[i + 1]) of gate and up (experts may differ in d_ff).
+    std::vector<int64_t> hidden(experts.size() + 1, 0);
+    for (size_t i = 0; i < experts.size(); ++i)
+        hidden[i + 1] = hidden[i] + p.rows_of(i) * (p.rows_of(i) ? experts[i].gate.rows() : 0);
+    // Reused across calls: at prefill they are megabytes, and fresh ones would be zeroed and faulted in.
+    std::vector<float>& xs = moe_scratch_.xs;      // [total, d_model]  routed rows of x, by expert
+    std::vector<float>& gate = moe_scratch_.gate;  // [sum m d_ff]      then the activation
+    std::vector<float>& up = moe_scratch_.up;      // [sum m d_ff]
+    std::vector<float>& out = moe_scratch_.out;    // [total, d_model]
+    for (auto* v : {&xs, &out})
+        if (v->size() < size_t(p.total() * d_model)) v->resize(p.total() * d_model);
+    for (auto* v : {&gate, &up})
+        if (v->size() < size_t(hidden.back())) v->resize(hidden.back());
+    for (int64_t j = 0; j < p.total(); ++j) std::copy_n(row(x, p.rows[j]), d_model, &xs[j * d_model]);
+
+    // Every used expert's gate and up in one loop over the pool, then the downs in another.
+    std::vector<MatmulTask> tasks;
     for (size_t i : p.used) {
-        const ExpertWeights& e = experts[i];
-        // The expert's routed rows of x: xs [m, d_model].
-        const int64_t m = p.rows_of(i), d_ff = e.gate.rows();
-        const int32_t* tokens = &p.rows[p.offset[i]];
-        const float* gains = &p.gains[p.offset[i]];
-        std::vector<float> xs(m * d_model), gate(m * d_ff), up(m * d_ff), out(m * d_model);
-        for (int64_t j = 0; j < m; ++j) std::copy_n(row(x, tokens[j]), d_model, &xs[j * d_model]);
-        coli::matmul(e.gate.host, xs.data(), m, gate.data(), pool_);  // [m, d_ff]
-        coli::matmul(e.up.host, xs.data(), m, up.data(), pool_);      // [m, d_ff]
-        for (int64_t j = 0; j < m * d_ff; ++j)
-            gate[j] = glu(e.act.kind, e.act.beta, e.act.linear_beta, gate[j], up[j]);
-        coli::matmul(e.down.host, gate.data(), m, out.data(), pool_);  // [m, d_model]
-        for (int64_t j = 0; j < m; ++j) {
-            float* yt = row(y, tokens[j]);
-            for (int64_t c = 0; c < d_model; ++c) yt[c] += out[j * d_model + c] * gains[j];
-        }
+        const float* xi = &xs[p.offset[i] * d_model];
+        tasks.push_back({experts[i].gate.host, xi, p.rows_of(i), &gate[hidden[i]]});  // [m, d_ff]
+        tasks.push_back({experts[i].up.host, xi, p.rows_of(i), &up[hidden[i]]});      // [m, d_ff]
     }
+    matmul_batch(tasks.data(), tasks.size(), pool_);
+    tasks.clear();
+    for (size_t i : p.used) {
+        const GluActivation& act = experts[i].act;
+        for (int64_t j = hidden[i]; j < hidden[i + 1]; ++j)
+            gate[j] = glu(act.kind, act.beta, act.linear_beta, gate[j], up[j]);
+        tasks.push_back({experts[i].down.host, &gate[hidden[i]], p.rows_of(i), &out[p.offset[i] * d_model]});
+    }
+    matmul_batch(tasks.data(), tasks.size(), pool_);  // [m, d_model] each
+
+    // Added in span order, as every backend's combine does.
+    for (size_t i : p.used)
+        for (int64_t j = p.offset[i]; j < p.offset[i + 1]; ++j) {
+            float* yt = row(y, p.rows[j]);
+            for (int64_t c = 0; c < d_model; ++c) yt[c] += out[j * d_model + c] * p.gains[j];
+        }
 }
 
 }  // namespace coli
