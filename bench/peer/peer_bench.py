@@ -3,7 +3,7 @@
 
 Usage (bench/peer/run.sh installs the npm packages and calls this):
   python3 bench/peer/peer_bench.py --model DIR [--rounds 3] [--threads T] [--backend cpu|cuda|vulkan]
-      [--prompts 128,512] [--decode 64] [--cache warm|cold] [--agree-tokens 128] [--coli build/coli]
+      [--prompts 128,512] [--decode 64] [--cache warm|cold] [--no-agree] [--coli build/coli]
       [--gguf FILE] [--json OUT.json]
 
 What it does:
@@ -17,9 +17,10 @@ What it does:
   3. Prints one markdown table: prefill tok/s per prompt length, decode tok/s, peak RSS (the process's
      ru_maxrss from wait4, the largest over a round's runs), load time, each the median over rounds with
      every round's value beside it, and the ratio coli / peer.
-  4. Checks that the engines agree: teacher-forced top-1 agreement on the first --agree-tokens prompt ids
-     (coli's `coli logits` argmax at every position against the peer's greedy next token after every
-     prefix), and the common prefix of the two greedy continuations.
+  4. Checks that the engines agree: teacher-forced top-1 agreement (coli's `coli logits` argmax at every
+     position against the peer's greedy next token after every prefix) over the first prompt followed by
+     coli's greedy continuation of round 1, so that the positions where the two greedy continuations part
+     are among those checked; and the common prefix of the two continuations.
 
 Load time: the peer's is getLlama + loadModel + createContext, measured in its process; coli's is the
 process's wall time less its prompt and decode time (`coli run` prints those), so it includes process
@@ -224,7 +225,7 @@ def main():
     ap.add_argument("--prompts", default="128,512", help="prompt lengths; the first also times decode")
     ap.add_argument("--decode", type=int, default=64, help="greedy tokens after the first prompt")
     ap.add_argument("--cache", choices=("warm", "cold"), default="warm")
-    ap.add_argument("--agree-tokens", type=int, default=128, help="0 skips the agreement check")
+    ap.add_argument("--no-agree", action="store_true", help="skip the agreement check")
     ap.add_argument("--coli", default=str(HERE.parent.parent / "build" / "coli"))
     ap.add_argument("--coli-args", default="", help="extra options for coli run and coli logits")
     ap.add_argument("--gguf", help="GGUF file to use or write (default: a cached conversion)")
@@ -251,6 +252,7 @@ def main():
         read_through(sorted(args.model.glob("*.safetensors")) + [gguf_path])
     print(f"cache: {cache_note}", file=sys.stderr)
 
+    load_before = os.getloadavg()[0]
     ids = {p: prompt_ids(p, vocab) for p in prompts}
     results = {e.name: [] for e in engines}  # per round: {prefill: {p: tps}, decode, load_s, rss, ids}
     for r in range(args.rounds):
@@ -270,9 +272,14 @@ def main():
                       + f", load {out['load_s']:.2f} s, peak RSS {out['rss'] / 1e9:.2f} GB", file=sys.stderr)
             results[e.name].append(rec)
 
+    # Greedy continuations of round 1 (the first prompt): the common prefix.
+    c_ids, p_ids = results["coli"][0]["ids"], results["peer"][0]["ids"]
+    prefix = next((i for i, (a, b) in enumerate(zip(c_ids, p_ids)) if a != b), min(len(c_ids), len(p_ids)))
+
     agreement = None
-    if args.agree_tokens > 0:
-        agree_ids = prompt_ids(args.agree_tokens, vocab)
+    if not args.no_agree:
+        # The first prompt, then coli's continuation: position t predicts token t + 1 of this sequence.
+        agree_ids = ids[prompts[0]] + c_ids[:-1]
         with tempfile.TemporaryDirectory() as tmp:
             coli_top1, rows = engines[0].top1(agree_ids, tmp)
             peer_top1, _ = engines[1].top1(agree_ids, tmp)
@@ -280,12 +287,10 @@ def main():
         # Where they differ: how far below coli's own top logit the peer's choice is, in coli's logits.
         gaps = [rows[t][coli_top1[t]] - rows[t][peer_top1[t]] for t in range(len(same))
                 if not same[t] and 0 <= peer_top1[t] < len(rows[t])]
+        n_prompt = prompts[0]
         agreement = {"positions": len(same), "agree": sum(same), "fraction": sum(same) / len(same),
+                     "prompt_agree": sum(same[:n_prompt]), "prompt_positions": n_prompt,
                      "max_gap": max(gaps) if gaps else 0.0}
-
-    # Greedy continuations of round 1 (the first prompt): the common prefix.
-    c_ids, p_ids = results["coli"][0]["ids"], results["peer"][0]["ids"]
-    prefix = next((i for i, (a, b) in enumerate(zip(c_ids, p_ids)) if a != b), min(len(c_ids), len(p_ids)))
 
     def fmt_tps(x):
         return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
@@ -299,7 +304,8 @@ def main():
     peer_label = f"llama.cpp (node-llama-cpp {PEER_VERSION}, {args.backend})"
     lines = [
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_line(args)}, {args.threads} threads, "
-        f"{args.rounds} interleaved rounds; {cache_note}",
+        f"{args.rounds} interleaved rounds; {cache_note}; load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after",
         f"model: {args.model} ({config['num_hidden_layers']} layers, hidden {config['hidden_size']}, "
         f"{config['num_experts']} experts top-{config['num_experts_per_tok']}), GGUF {gguf_path.name}",
         "",
@@ -314,8 +320,10 @@ def main():
     lines.append("")
     if agreement:
         lines.append(f"agreement: teacher-forced top-1 {agreement['agree']}/{agreement['positions']} = "
-                     f"{agreement['fraction']:.3f} (coli logits argmax vs the peer's greedy next token at every "
-                     f"position; largest coli logit gap where they differ {agreement['max_gap']:.3g})")
+                     f"{agreement['fraction']:.3f} ({agreement['prompt_agree']}/{agreement['prompt_positions']} "
+                     f"over the prompt, the rest over coli's greedy continuation; coli's logits argmax against "
+                     f"the peer's greedy next token at every position; where they differ, the peer's pick is "
+                     f"at most {agreement['max_gap']:.3g} below coli's top logit, in coli's logits)")
     lines.append(f"greedy continuations after the {prompts[0]}-token prompt: the first {prefix} of "
                  f"{min(len(c_ids), len(p_ids))} tokens identical")
     print("\n".join(lines))
