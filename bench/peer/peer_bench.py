@@ -53,6 +53,7 @@ PEER_VERSION = "3.21.1"  # node-llama-cpp, as package-lock.json pins it
 PROMPT_SEED = 12345
 LCG_A, LCG_C, LCG_M = 6364136223846793005, 1442695040888963407, 1 << 64  # Knuth's MMIX constants
 READ_CHUNK = 64 << 20
+BUSY_LOAD_PER_CORE = 0.5  # a load average above this per core before or after the rounds: say so
 CODE_FILES = ("convert_olmoe.py", "gguf.py")  # the GGUF cache key includes their source
 
 RE_COLI_SPEED = re.compile(r"prompt: (\d+) tokens in ([\d.]+) s .*; decode: (\d+) tokens in ([\d.]+) s")
@@ -302,7 +303,11 @@ def main():
         return f"| {label} | {c_cell} | {p_cell} | {ratio}{' (lower is better)' if lower_better else ''} |"
 
     peer_label = f"llama.cpp (node-llama-cpp {PEER_VERSION}, {args.backend})"
+    busy = max(load_before, os.getloadavg()[0]) > BUSY_LOAD_PER_CORE * os.cpu_count()
     lines = [
+        *(["**the machine was busy (the load average on the next line), so these figures are indicative only; llama.cpp's "
+           "threads spin while they wait for each other and lose most when they do not each have a core**",
+           ""] if busy else []),
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_line(args)}, {args.threads} threads, "
         f"{args.rounds} interleaved rounds; {cache_note}; load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after",
