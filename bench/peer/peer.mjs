@@ -31,8 +31,10 @@ function parseArgs(argv) {
         else throw new Error(`unknown option ${k}`);
     }
     if (!a.model || !a.ids || a.ids.some((t) => !Number.isInteger(t) || t < 0))
-        throw new Error("usage: node peer.mjs --model FILE.gguf --ids 1,2,3 [--decode N] [--threads T] [--gpu cpu|cuda|vulkan] [--agree]");
-    if (!["cpu", "cuda", "vulkan"].includes(a.gpu)) throw new Error(`--gpu must be cpu, cuda or vulkan, got ${a.gpu}`);
+        throw new Error("usage: node peer.mjs --model FILE.gguf --ids 1,2,3 [--decode N] [--threads T] " +
+                        "[--gpu cpu|cuda|vulkan] [--agree]");
+    if (!["cpu", "cuda", "vulkan"].includes(a.gpu))
+        throw new Error(`--gpu must be cpu, cuda or vulkan, got ${a.gpu}`);
     return a;
 }
 

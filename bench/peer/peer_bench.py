@@ -305,9 +305,9 @@ def main():
     peer_label = f"llama.cpp (node-llama-cpp {PEER_VERSION}, {args.backend})"
     busy = max(load_before, os.getloadavg()[0]) > BUSY_LOAD_PER_CORE * os.cpu_count()
     lines = [
-        *(["**the machine was busy (the load average on the next line), so these figures are indicative only; llama.cpp's "
-           "threads spin while they wait for each other and lose most when they do not each have a core**",
-           ""] if busy else []),
+        *(["**the machine was busy (the load average on the next line), so these figures are indicative only; "
+           "llama.cpp's threads spin while they wait for each other and lose most when they do not each have a "
+           "core**", ""] if busy else []),
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_line(args)}, {args.threads} threads, "
         f"{args.rounds} interleaved rounds; {cache_note}; load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after",

@@ -83,7 +83,8 @@ def main(coli):
         # Names, shapes, types.
         want = expected_tensors(c)
         got = {name: (dims, t) for name, dims, t, _ in tensors}
-        expect(set(got) == set(want), f"tensor names differ: extra {set(got) - set(want)}, missing {set(want) - set(got)}")
+        expect(set(got) == set(want),
+               f"tensor names differ: extra {set(got) - set(want)}, missing {set(want) - set(got)}")
         for name in set(got) & set(want):
             expect(got[name] == want[name], f"{name}: {got[name]}, llama.cpp wants {want[name]}")
 
@@ -101,7 +102,8 @@ def main(coli):
         for l in range(LAYERS):
             for proj, name in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"),
                                ("down_proj", "ffn_down_exps")):
-                joined = b"".join(src[f"model.layers.{l}.mlp.experts.{e}.{proj}.weight"][2] for e in range(EXPERTS))
+                joined = b"".join(src[f"model.layers.{l}.mlp.experts.{e}.{proj}.weight"][2]
+                                  for e in range(EXPERTS))
                 expect(data(f"blk.{l}.{name}.weight") == joined, f"blk.{l}.{name}: not the experts in id order")
         expect(data("blk.1.attn_q.weight") == src["model.layers.1.self_attn.q_proj.weight"][2], "attn_q bytes")
         bf16 = src["model.layers.1.post_attention_layernorm.weight"][2]
