@@ -9,7 +9,8 @@
 // evaluated and the first token picked, greedy), decode_s for the decode_tokens after it (each evaluated
 // and picked, as `coli run` counts them), the generated ids, and VmHWM (peak RSS, kB) of this process.
 // --agree evaluates the prompt teacher-forced and prints, for every position, the greedy next token
-// (controlledEvaluate with generateNext): the peer's top-1 prediction after each prompt prefix.
+// (controlledEvaluate with generateNext): the peer's top-1 prediction after each prompt prefix, and its 8
+// most likely tokens with their probabilities.
 import fs from "node:fs";
 import {getLlama} from "node-llama-cpp";
 
@@ -43,6 +44,7 @@ function peakRssKb() {
     return m ? Number(m[1]) : null;
 }
 
+const AGREE_TOP = 8;  // --agree: the most likely tokens (and their probabilities) printed per position
 const BATCH = 512;  // llama.cpp's default logical batch: a 512-token prompt is one batch
 
 async function main() {
@@ -61,10 +63,14 @@ async function main() {
                   threads: context.currentThreads, context: context.contextSize, load_s: loadS};
 
     if (a.agree) {
-        const input = a.ids.map((t) => [t, {generateNext: {token: true, options: {temperature: 0}}}]);
+        // probabilities: the softmax over the whole vocabulary (before sampling), highest first.
+        const input = a.ids.map((t) => [t, {generateNext: {token: true, probabilities: true,
+                                                          options: {temperature: 0}}}]);
         const out = await sequence.controlledEvaluate(input);
         const top1 = out.map((o) => (o && o.next && o.next.token != null ? o.next.token : -1));
-        console.log(JSON.stringify({...info, top1, vmhwm_kb: peakRssKb()}));
+        const top = out.map((o) => (o && o.next && o.next.probabilities
+                                        ? [...o.next.probabilities.entries()].slice(0, AGREE_TOP) : []));
+        console.log(JSON.stringify({...info, top1, top, vmhwm_kb: peakRssKb()}));
         return;
     }
 

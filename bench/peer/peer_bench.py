@@ -20,7 +20,9 @@ What it does:
   4. Checks that the engines agree: teacher-forced top-1 agreement (coli's `coli logits` argmax at every
      position against the peer's greedy next token after every prefix) over the first prompt followed by
      coli's greedy continuation of round 1, so that the positions where the two greedy continuations part
-     are among those checked; and the common prefix of the two continuations.
+     are among those checked; the difference of the two engines' log-probabilities of the peer's 8 most
+     likely tokens at every position (a random model's distribution is nearly flat, so top-1 alone says
+     little); and the common prefix of the two greedy continuations.
 
 Load time: the peer's is getLlama + loadModel + createContext, measured in its process; coli's is the
 process's wall time less its prompt and decode time (`coli run` prints those), so it includes process
@@ -33,6 +35,7 @@ import argparse
 import array
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -178,7 +181,8 @@ class Peer:
 
     def top1(self, ids, tmp):
         so, _, _, _ = run_measured(self.common(ids) + ["--agree"], cwd=HERE)
-        return json.loads(so.strip().splitlines()[-1])["top1"], None
+        r = json.loads(so.strip().splitlines()[-1])
+        return r["top1"], r["top"]
 
 
 def npy_argmax(path):
@@ -283,15 +287,24 @@ def main():
         agree_ids = ids[prompts[0]] + c_ids[:-1]
         with tempfile.TemporaryDirectory() as tmp:
             coli_top1, rows = engines[0].top1(agree_ids, tmp)
-            peer_top1, _ = engines[1].top1(agree_ids, tmp)
+            peer_top1, peer_top = engines[1].top1(agree_ids, tmp)
         same = [a == b for a, b in zip(coli_top1, peer_top1)]
         # Where they differ: how far below coli's own top logit the peer's choice is, in coli's logits.
         gaps = [rows[t][coli_top1[t]] - rows[t][peer_top1[t]] for t in range(len(same))
                 if not same[t] and 0 <= peer_top1[t] < len(rows[t])]
+        # The sharper check: the peer's most likely tokens, their log-probabilities in both engines.
+        logp_diffs = []
+        for t, top in enumerate(peer_top):
+            row = rows[t]
+            m = max(row)
+            log_z = m + math.log(sum(math.exp(x - m) for x in row))
+            logp_diffs += [abs(math.log(p) - (row[tok] - log_z)) for tok, p in top if p > 0]
         n_prompt = prompts[0]
         agreement = {"positions": len(same), "agree": sum(same), "fraction": sum(same) / len(same),
                      "prompt_agree": sum(same[:n_prompt]), "prompt_positions": n_prompt,
-                     "max_gap": max(gaps) if gaps else 0.0}
+                     "max_gap": max(gaps) if gaps else 0.0,
+                     "logp_max": max(logp_diffs, default=0.0),
+                     "logp_median": statistics.median(logp_diffs) if logp_diffs else 0.0}
 
     def fmt_tps(x):
         return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
@@ -329,6 +342,9 @@ def main():
                      f"over the prompt, the rest over coli's greedy continuation; coli's logits argmax against "
                      f"the peer's greedy next token at every position; where they differ, the peer's pick is "
                      f"at most {agreement['max_gap']:.3g} below coli's top logit, in coli's logits)")
+        lines.append(f"log-probabilities of the peer's {len(peer_top[0]) if peer_top else 0} most likely tokens at "
+                     f"every position, peer against coli: |difference| median {agreement['logp_median']:.2g}, "
+                     f"largest {agreement['logp_max']:.2g}")
     lines.append(f"greedy continuations after the {prompts[0]}-token prompt: the first {prefix} of "
                  f"{min(len(c_ids), len(p_ids))} tokens identical")
     print("\n".join(lines))
