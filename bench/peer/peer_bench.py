@@ -142,6 +142,7 @@ class Coli:
         return ["-m", str(a.model), "-t", str(a.threads), "--backend", a.backend, *a.coli_args.split()]
 
     def generate(self, ids, n):
+        """One fresh process: prompt ids, then n greedy tokens; speeds, load time, peak RSS, the tokens."""
         cmd = [self.args.coli, "run", *self.common(), "--hot-set", "none", "--ids", ",".join(map(str, ids)),
                "-n", str(n), "--ignore-eos", "--print-ids"]
         so, se, wall, rss = run_measured(cmd)
@@ -154,6 +155,7 @@ class Coli:
                 "rss": rss, "ids": out}
 
     def top1(self, ids, tmp):
+        """Teacher-forced: the argmax after every prefix of ids, and the logit rows [len(ids)][vocab]."""
         npy = Path(tmp) / "coli_logits.npy"
         cmd = [self.args.coli, "logits", *self.common(), "--hot-set", "none", "--ids", ",".join(map(str, ids)),
                "-o", str(npy)]
@@ -173,6 +175,7 @@ class Peer:
                 "--threads", str(a.threads), "--gpu", a.backend]
 
     def generate(self, ids, n):
+        """As Coli.generate, through peer.mjs."""
         so, _, _, rss = run_measured(self.common(ids) + ["--decode", str(n)], cwd=HERE)
         r = json.loads(so.strip().splitlines()[-1])
         return {"prefill_tps": r["prompt_tokens"] / r["prefill_s"],
@@ -180,6 +183,7 @@ class Peer:
                 "load_s": r["load_s"], "rss": rss, "ids": r["ids"], "threads": r["threads"]}
 
     def top1(self, ids, tmp):
+        """Teacher-forced: the greedy token after every prefix of ids, and the most likely [token, prob]s."""
         so, _, _, _ = run_measured(self.common(ids) + ["--agree"], cwd=HERE)
         r = json.loads(so.strip().splitlines()[-1])
         return r["top1"], r["top"]
