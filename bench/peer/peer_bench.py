@@ -3,7 +3,7 @@
 
 Usage (bench/peer/run.sh installs the npm packages and calls this):
   python3 bench/peer/peer_bench.py --model DIR [--rounds 3] [--threads T] [--backend cpu|cuda|vulkan]
-      [--prompts 128,512] [--decode 64] [--cache warm|cold] [--no-agree] [--coli build/coli]
+      [--prompts 128,512] [--decode 64] [--cache warm|cold] [--ctx N] [--no-agree] [--coli build/coli]
       [--gguf FILE] [--json OUT.json]
 
 What it does:
@@ -24,6 +24,9 @@ What it does:
      likely tokens at every position (a random model's distribution is nearly flat, so top-1 alone says
      little); and the common prefix of the two greedy continuations.
 
+Both engines get the same context length (--ctx; by default the longest prompt and --decode, rounded up to
+256 as node-llama-cpp rounds it), so that their KV caches are the same size: coli's default, the model's
+whole context, would add its KV cache for 4096 positions to coli's RSS.
 Load time: the peer's is getLlama + loadModel + createContext, measured in its process; coli's is the
 process's wall time less its prompt and decode time (`coli run` prints those), so it includes process
 start and exit. --cache warm (the default) reads both engines' files once before the rounds and leaves
@@ -56,6 +59,7 @@ PEER_VERSION = "3.21.1"  # node-llama-cpp, as package-lock.json pins it
 PROMPT_SEED = 12345
 LCG_A, LCG_C, LCG_M = 6364136223846793005, 1442695040888963407, 1 << 64  # Knuth's MMIX constants
 READ_CHUNK = 64 << 20
+CTX_ALIGN = 256  # node-llama-cpp rounds a context size up to a multiple of this; both engines get the result
 BUSY_LOAD_PER_CORE = 0.5  # a load average above this per core before or after the rounds: say so
 CODE_FILES = ("convert_olmoe.py", "gguf.py")  # the GGUF cache key includes their source
 
@@ -139,7 +143,8 @@ class Coli:
 
     def common(self):
         a = self.args
-        return ["-m", str(a.model), "-t", str(a.threads), "--backend", a.backend, *a.coli_args.split()]
+        return ["-m", str(a.model), "-t", str(a.threads), "--backend", a.backend, "--ctx", str(a.ctx),
+                *a.coli_args.split()]
 
     def generate(self, ids, n):
         """One fresh process: prompt ids, then n greedy tokens; speeds, load time, peak RSS, the tokens."""
@@ -172,7 +177,7 @@ class Peer:
     def common(self, ids):
         a = self.args
         return ["node", str(HERE / "peer.mjs"), "--model", str(self.gguf), "--ids", ",".join(map(str, ids)),
-                "--threads", str(a.threads), "--gpu", a.backend]
+                "--threads", str(a.threads), "--gpu", a.backend, "--ctx", str(a.ctx)]
 
     def generate(self, ids, n):
         """As Coli.generate, through peer.mjs."""
@@ -234,6 +239,8 @@ def main():
     ap.add_argument("--prompts", default="128,512", help="prompt lengths; the first also times decode")
     ap.add_argument("--decode", type=int, default=64, help="greedy tokens after the first prompt")
     ap.add_argument("--cache", choices=("warm", "cold"), default="warm")
+    ap.add_argument("--ctx", type=int, default=0,
+                    help="context length of both engines (0: the longest prompt and --decode, rounded up to 256)")
     ap.add_argument("--no-agree", action="store_true", help="skip the agreement check")
     ap.add_argument("--coli", default=str(HERE.parent.parent / "build" / "coli"))
     ap.add_argument("--coli-args", default="", help="extra options for coli run and coli logits")
@@ -241,6 +248,8 @@ def main():
     ap.add_argument("--json", help="also write every measurement here")
     args = ap.parse_args()
     prompts = [int(x) for x in args.prompts.split(",")]
+    if args.ctx <= 0:  # the KV cache both engines allocate: the same size, so that peak RSS compares
+        args.ctx = -(-(max(prompts) + args.decode + 1) // CTX_ALIGN) * CTX_ALIGN
     config = json.loads((args.model / "config.json").read_text())
     vocab = config["vocab_size"]
 
@@ -326,7 +335,7 @@ def main():
            "llama.cpp's threads spin while they wait for each other and lose most when they do not each have a "
            "core**", ""] if busy else []),
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine_line(args)}, {args.threads} threads, "
-        f"{args.rounds} interleaved rounds; {cache_note}; load average {load_before:.1f} before, "
+        f"context {args.ctx}, {args.rounds} interleaved rounds; {cache_note}; load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after",
         f"model: {args.model} ({config['num_hidden_layers']} layers, hidden {config['hidden_size']}, "
         f"{config['num_experts']} experts top-{config['num_experts_per_tok']}), GGUF {gguf_path.name}",
