@@ -93,6 +93,27 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
     return ck;
 }
 
+std::unique_ptr<Checkpoint> Checkpoint::shapes(const std::string& name, nlohmann::json config,
+                                               std::vector<TensorInfo> tensors) {
+    std::unique_ptr<Checkpoint> ck(new Checkpoint());
+    ck->dir_ = name;
+    ck->config_ = std::move(config);
+    ck->gen_config_ = nlohmann::json::object();
+    ck->shapes_only_ = true;
+    uint64_t offset = 0;
+    for (TensorInfo& t : tensors) {
+        t.file = 0;
+        t.offset = offset;
+        t.nbytes = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype);
+        offset += t.nbytes;
+        check(ck->by_name_.emplace(t.name, ck->tensors_.size()).second, "{}: tensor {} is listed twice", name,
+              quote(t.name));
+        ck->tensors_.push_back(std::move(t));
+    }
+    ck->files_.push_back(File{name, offset, nullptr});
+    return ck;
+}
+
 Checkpoint::~Checkpoint() {
     for (File& f : files_)
         if (f.map) ::munmap(const_cast<uint8_t*>(f.map), f.size);
@@ -123,6 +144,7 @@ std::span<const uint8_t> Checkpoint::map(const TensorInfo& t) const {
 
 std::span<const uint8_t> Checkpoint::map_file(int file) const {
     check(file >= 0 && file < file_count(), "{}: no file {} of {}", dir_.string(), file, file_count());
+    if (shapes_only_) fail("{}: a checkpoint of shapes only has no bytes to map", dir_.string());
     const File& f = files_[file];
     std::lock_guard lock(map_mutex_);
     if (!f.map) {

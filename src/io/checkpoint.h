@@ -24,7 +24,14 @@ public:
     // exactly the tensors the index says), config.json parses as a JSON object. Throws coli::Error with
     // a one-line reason (missing directory, missing config.json, bad JSON, missing shard, ...).
     static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir);
+    // A checkpoint of names, dtypes and shapes only, with no bytes (`coli backends` records a forward at a
+    // model's real size on one): the tensors are laid out back to back in one file that does not exist,
+    // whose path is `name`. Loaders and the expert store read nothing from it (shapes_only); map() throws.
+    static std::unique_ptr<Checkpoint> shapes(const std::string& name, nlohmann::json config,
+                                              std::vector<TensorInfo> tensors);
     ~Checkpoint();
+
+    bool shapes_only() const { return shapes_only_; }  // made by shapes(): no bytes behind the tensors
 
     const std::filesystem::path& dir() const { return dir_; }
     const nlohmann::json& config() const { return config_; }                 // config.json
@@ -59,6 +66,7 @@ private:
     std::vector<TensorInfo> tensors_;
     std::unordered_map<std::string, size_t> by_name_;
     mutable std::mutex map_mutex_;  // guards File::map: map() may be called from loader threads
+    bool shapes_only_ = false;      // see shapes()
 };
 
 }  // namespace coli

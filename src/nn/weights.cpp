@@ -145,13 +145,14 @@ Weight weight_owning(EncodedWeight&& e) {
 }  // namespace
 
 std::span<const uint8_t> WeightLoader::stored(const TensorInfo& t) {
+    bytes_stored_ += t.nbytes;
+    if (ckpt_.shapes_only()) return {};  // views without bytes: the weights are only ever described
     const std::span<const uint8_t> bytes = ckpt_.map(t);
     // Resident weights are read now, not at the first token: one byte per page brings the page in.
     uint8_t sum = 0;
     for (size_t i = 0; i < bytes.size(); i += kPageBytes)
         sum ^= static_cast<const volatile uint8_t&>(bytes[i]);
     page_xor_ ^= sum;
-    bytes_stored_ += t.nbytes;
     progress_.advance(t.nbytes);
     return bytes;
 }
@@ -169,8 +170,14 @@ Weight WeightLoader::matrix(const std::string& name) {
         const bool fits = target != Format::int4_g64 || w.cols() % kInt4Group == 0;
         check(fits, "--dense-bits 4 needs a multiple of {} input features; {} has {}", kInt4Group, name,
               w.cols());
-        std::vector<float> f = weight_to_f32(w.host);
-        w = weight_owning(weight_encode(target, f.data(), w.rows(), w.cols()));
+        if (ckpt_.shapes_only()) {
+            const WeightView shape{target, w.rows(), w.cols(), nullptr, nullptr};
+            w = Weight{};
+            w.host = shape;
+        } else {
+            std::vector<float> f = weight_to_f32(w.host);
+            w = weight_owning(weight_encode(target, f.data(), w.rows(), w.cols()));
+        }
     }
     bytes_held_ += w.host.data_bytes() + w.host.scale_bytes();
     return ops_.weight(w);
@@ -191,7 +198,9 @@ Weight WeightLoader::vector(const std::string& name) {
 
 std::vector<float> WeightLoader::floats(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
-    return weight_to_f32(weight_view_of(t, stored(t)).host);
+    const Weight w = weight_view_of(t, stored(t));
+    if (ckpt_.shapes_only()) return std::vector<float>(static_cast<size_t>(w.rows() * w.cols()));  // zeros
+    return weight_to_f32(w.host);
 }
 
 std::vector<int64_t> WeightLoader::integers(const std::string& name) {
@@ -199,7 +208,9 @@ std::vector<int64_t> WeightLoader::integers(const std::string& name) {
     check(t.dtype == DType::i64 || t.dtype == DType::i32, "tensor {} has dtype {}, expected I64 or I32", name,
           dtype_name(t.dtype));
     const std::span<const uint8_t> bytes = stored(t);
-    std::vector<int64_t> out(bytes.size() / dtype_size(t.dtype));
+    std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+    bytes_held_ += t.nbytes;
+    if (ckpt_.shapes_only()) return out;  // zeros
     for (size_t i = 0; i < out.size(); ++i) {
         if (t.dtype == DType::i64) {
             std::memcpy(&out[i], bytes.data() + i * sizeof(int64_t), sizeof(int64_t));
@@ -209,7 +220,6 @@ std::vector<int64_t> WeightLoader::integers(const std::string& name) {
             out[i] = v;
         }
     }
-    bytes_held_ += t.nbytes;
     return out;
 }
 

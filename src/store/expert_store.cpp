@@ -146,7 +146,7 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
     }
 
     files.resize(ckpt.file_count());
-    if (opts.source == ExpertSource::read)
+    if (opts.source == ExpertSource::read && !ckpt.shapes_only())
         for (int f : index->files()) files[f] = std::make_unique<ReadFile>(ckpt.file_path(f), opts.direct_io);
 
     if (hot_enabled) {
@@ -184,6 +184,11 @@ std::shared_ptr<Entry> ExpertStore::Impl::new_entry(int layer, int expert) {
 }
 
 void ExpertStore::Impl::add_reads(Entry* e, std::vector<PendingRead>& reads) {
+    if (ckpt.shapes_only()) {  // nothing to read: the expert is its parts' shapes, ready at once
+        e->reads_pending = 0;
+        e->state = Entry::State::ready;
+        return;
+    }
     for (uint32_t r = 0; r < e->loc->reads.size(); ++r)
         reads.push_back(PendingRead{e->loc->reads[r].file, e->loc->reads[r].offset, e, r});
 }
@@ -500,6 +505,7 @@ size_t ExpertHandle::part_count() const {
 std::span<const uint8_t> ExpertHandle::part(size_t i) const {
     check(i < part_count(), "expert store: part {} of an expert with {} parts", i, part_count());
     const PartRef& p = entry_->loc->parts[i];
+    if (entry_->buffers[p.read].data() == nullptr) return {};  // a checkpoint of shapes only
     return {entry_->buffers[p.read].data() + p.offset, static_cast<size_t>(p.info->nbytes)};
 }
 

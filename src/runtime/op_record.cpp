@@ -1,0 +1,214 @@
+#include "runtime/op_record.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <tuple>
+
+#include "backend/record_backend.h"
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "nn/weights.h"
+#include "synth/synth_arch.h"
+
+namespace coli {
+namespace {
+
+// Decodes run one token at a time after the prefill up to this position, where every compression window
+// of DeepSeek-V4 (4 and 128 positions) closes, so that the ops that run only when one closes are met at
+// n = 1 too.
+constexpr int64_t kRecordDecodeLast = 639;
+static_assert((kRecordDecodeLast + 1) % 128 == 0 && kRecordDecodeLast >= kRecordPrefill);
+
+// How a family is recorded at its real size.
+struct Reference {
+    std::string_view arch;  // its `coli synth` architecture: config and tensor list at the real widths
+    // Layers recorded: the fewest that hold every kind of layer the family has. The op calls do not depend
+    // on the number of layers of a kind (each layer of a kind makes the same calls at the same sizes).
+    int layers;
+    std::string_view layer_kinds;  // why that many (for the source line)
+    // Optional branches of the forward that a config.json key switches on, which the architecture's
+    // config leaves off: each is recorded once more with the key set (bf16 weights as released).
+    std::vector<std::pair<std::string, nlohmann::json>> options = {};
+};
+
+const std::map<std::string, Reference>& references() {
+    static const std::map<std::string, Reference> m = {
+        {"olmoe",
+         {"olmoe", 2, "every layer alike; a second for the next layer's prefetch", {{"clip_qkv", 8.0}}}},
+        {"deepseek_v4",
+         {"deepseek_v4", 4, "sliding-window layers 0-1, CSA 2, HCA 3; hash routing in 0-2, scores in 3"}},
+    };
+    return m;
+}
+
+// One checkpoint the forward is recorded on: its float weights' dtype, whether its quantized tensors are
+// stored as floats instead, --dense-bits, and a config option.
+struct Variant {
+    DType dtype;                                           // the float weights' stored dtype
+    bool dequantized;                                      // block-FP8 and MXFP4 tensors stored in `dtype`
+    int dense_bits;                                        // 0, 8, 4
+    const std::pair<std::string, nlohmann::json>* option;  // a config key set, or nullptr
+};
+
+// The checkpoints a family meets: its float weights in f32, bf16 and f16; where some tensors are
+// quantized (block FP8, MXFP4), those as released (bf16) and dequantized (each float dtype: the same
+// calls as released in that dtype but for the quantized tensors' formats, which bf16 as released gives);
+// --dense-bits 8 and 4; and each config option.
+std::vector<Variant> variants(const Reference& ref, bool has_quantized) {
+    std::vector<Variant> v;
+    if (has_quantized) v.push_back({DType::bf16, false, 0, nullptr});
+    for (DType d : {DType::f32, DType::bf16, DType::f16}) v.push_back({d, has_quantized, 0, nullptr});
+    for (int bits : {8, 4}) v.push_back({DType::bf16, false, bits, nullptr});
+    for (const auto& option : ref.options) v.push_back({DType::bf16, false, 0, &option});
+    return v;
+}
+
+bool is_scales(const SynthTensor& t) {
+    return t.dtype == DType::f8_e8m0 ||
+           (t.dtype == DType::u8 && t.name.ends_with(std::string(kPackedScaleSuffix)));
+}
+
+// The tensor list with every block-FP8 and MXFP4 weight stored as a float of the checkpoint's dtype (no
+// scales); false when there was none.
+bool dequantize(std::vector<SynthTensor>& tensors) {
+    bool any = false;
+    std::vector<SynthTensor> out;
+    for (SynthTensor& t : tensors) {
+        if (is_scales(t)) continue;
+        if (t.dtype == DType::f8_e4m3) {
+            t.dtype.reset();
+            any = true;
+        } else if (t.dtype == DType::i8 || (t.dtype == DType::u8 && t.name.ends_with(kPackedSuffix))) {
+            if (t.name.ends_with(kPackedSuffix))
+                t.name = t.name.substr(0, t.name.size() - kPackedSuffix.size()) + ".weight";
+            t.shape.back() *= 2;  // two MXFP4 codes per byte
+            t.dtype.reset();
+            any = true;
+        }
+        out.push_back(std::move(t));
+    }
+    tensors = std::move(out);
+    return any;
+}
+
+// The fields of a call that tell calls apart (all but the weight pointer).
+auto call_key(const OpCall& c) {
+    const OpDesc& d = c.desc;
+    return std::make_tuple(c.forward_tokens, d.op, d.n, d.format, d.rows, d.cols, d.glu, d.width, d.heads,
+                           d.kv_heads, d.head_dim, d.latent, d.context, d.experts, d.top_k, d.taps, d.entries,
+                           d.groups, d.ratio, d.window, d.streams);
+}
+using CallKey = decltype(call_key(OpCall{}));
+
+// Distinct calls in the order first made.
+class CallSet {
+public:
+    void add(int64_t forward_tokens, std::span<const OpDesc> calls) {
+        for (const OpDesc& d : calls) {
+            const OpCall c{forward_tokens, d};
+            if (seen_.insert(call_key(c)).second) calls_.push_back(c);
+        }
+    }
+    std::vector<OpCall> take() { return std::move(calls_); }
+
+private:
+    std::set<CallKey> seen_;
+    std::vector<OpCall> calls_;
+};
+
+// Records the family's forward on one shapes-only checkpoint: a prefill, then decodes to kRecordDecodeLast.
+void record(const std::string& family, const SynthArch& arch, const Reference& ref, const Variant& v,
+            CallSet& out) {
+    SynthOptions o;
+    o.arch = std::string(arch.name);
+    o.layers = ref.layers;
+    o.dtype = v.dtype;
+    nlohmann::json config = arch.config(o);
+    if (v.option) config[v.option->first] = v.option->second;
+    std::vector<SynthTensor> tensors = arch.tensors(config);
+    if (v.dequantized) dequantize(tensors);
+    std::vector<TensorInfo> infos;
+    infos.reserve(tensors.size());
+    for (const SynthTensor& t : tensors)
+        infos.push_back(TensorInfo{.name = t.name, .dtype = t.dtype.value_or(v.dtype), .shape = t.shape});
+    const auto ckpt =
+        Checkpoint::shapes(fmt::format("{} (shapes only, for the op record)", family), config, infos);
+
+    RecordBackend backend;
+    Ops ops(backend, backend);
+    LoadOptions load;
+    load.dense_bits = v.dense_bits;
+    load.store.io_threads = 1;  // nothing is read
+    const std::unique_ptr<Model> model = model_load(*ckpt, ops, load);
+    const std::unique_ptr<ModelState> state = model->state_new();
+
+    std::vector<OpDesc> calls;
+    ops.record_to(&calls);
+    const std::vector<int32_t> ids(kRecordPrefill, 0);
+    model->forward(ids, *state, false);
+    out.add(kRecordPrefill, calls);
+    while (state->n_past <= kRecordDecodeLast) {
+        calls.clear();
+        model->forward(std::span(ids).first(kRecordDecode), *state, false);
+        out.add(kRecordDecode, calls);
+    }
+    ops.record_to(nullptr);
+}
+
+FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
+    const SynthArch& arch = synth_arch_find(ref.arch);
+    SynthOptions o;
+    o.layers = ref.layers;
+    std::vector<SynthTensor> probe = arch.tensors(arch.config(o));
+    const bool has_quantized = dequantize(probe);
+    CallSet calls;
+    for (const Variant& v : variants(ref, has_quantized)) record(family, arch, ref, v, calls);
+    std::string options;
+    for (const auto& [key, value] : ref.options) options += fmt::format(", {} = {}", key, value.dump());
+    return {
+        .recorded = true,
+        .source = fmt::format(
+            "recorded: the forward at its real size (coli synth --arch {}), {} layers ({}); f32, bf16 and "
+            "f16 weights{}, --dense-bits 8 and 4{}",
+            ref.arch, ref.layers, ref.layer_kinds,
+            has_quantized ? " (quantized tensors as released, and dequantized)" : "", options),
+        .calls = calls.take(),
+        .declared = {}};
+}
+
+// A declared list as calls: each use in each of its formats, at decode and at prefill.
+FamilyOpCalls declared(const std::string& family) {
+    FamilyOpCalls f{.recorded = false,
+                    .source =
+                        "declared: its op list (model_family_ops), checked against its forward on "
+                        "fixtures (no coli synth architecture to record it at its real size yet)",
+                    .calls = {},
+                    .declared = model_family_ops(family)};
+    for (const OpUse& u : f.declared)
+        for (Format format : u.formats)
+            for (int64_t n : {kRecordDecode, kRecordPrefill}) {
+                OpDesc d = u.desc;
+                d.format = format;
+                d.n = n;
+                f.calls.push_back({n, d});
+            }
+    return f;
+}
+
+}  // namespace
+
+bool family_recorded(const std::string& family) {
+    return references().contains(family);
+}
+
+FamilyOpCalls family_op_calls(const std::string& family) {
+    const auto it = references().find(family);
+    if (it == references().end()) return declared(family);
+    return recorded(family, it->second);
+}
+
+}  // namespace coli
