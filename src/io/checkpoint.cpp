@@ -106,8 +106,8 @@ std::unique_ptr<Checkpoint> Checkpoint::shapes(const std::string& name, nlohmann
         t.offset = offset;
         t.nbytes = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype);
         offset += t.nbytes;
-        check(ck->by_name_.emplace(t.name, ck->tensors_.size()).second, "{}: tensor {} is listed twice", name,
-              quote(t.name));
+        if (!ck->by_name_.emplace(t.name, ck->tensors_.size()).second)
+            fail("{}: tensor {} is listed twice", name, quote(t.name));
         ck->tensors_.push_back(std::move(t));
     }
     ck->files_.push_back(File{name, offset, nullptr});

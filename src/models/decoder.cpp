@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <regex>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -34,16 +34,34 @@ int extra_layers(const nlohmann::json& config) {
 // num_hidden_layers (a smaller count would run a truncated model), no routed expert beyond the expert
 // count, and the embedding, final norm and lm_head of [vocab_size, hidden_size]. The error names the key
 // and the tensor.
+// The number in `name` between `key` and the next dot ("model.layers.3.mlp", "model.layers." -> 3) at
+// the first place where digits and a dot follow `key` (only at the start when at_start); -1 when none.
+// (A scan, not std::regex: the check runs over every tensor name, half a million for the largest models.)
+int64_t index_after(std::string_view name, std::string_view key, bool at_start) {
+    constexpr size_t kMaxDigits = 9;  // fits an int
+    for (size_t pos = name.find(key); pos != std::string_view::npos; pos = name.find(key, pos + 1)) {
+        if (at_start && pos != 0) break;
+        size_t i = pos + key.size(), digits = 0;
+        int64_t value = 0;
+        for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < kMaxDigits; ++i, ++digits)
+            value = value * 10 + (name[i] - '0');
+        if (digits > 0 && i < name.size() && name[i] == '.') return value;
+        if (at_start) break;
+    }
+    return -1;
+}
+
+// config.json against the checkpoint's tensors, before anything is read: no tensor of a layer beyond
+// num_hidden_layers (a smaller count would run a truncated model), no routed expert beyond the expert
+// count, and the embedding, final norm and lm_head of [vocab_size, hidden_size]. The error names the key
+// and the tensor.
 void config_check(const Checkpoint& ckpt, const DecoderSpec& spec) {
-    static const std::regex kLayer(R"(^model\.layers\.(\d+)\.)");
-    static const std::regex kExpert(R"(\.experts\.(\d+)\.)");
     const int layers = spec.n_layers + extra_layers(ckpt.config());
     for (const TensorInfo& t : ckpt.tensors()) {
         if (t.name.compare(0, spec.prefix.size(), spec.prefix) != 0) continue;
-        const std::string name = t.name.substr(spec.prefix.size());
-        std::smatch m;
-        if (!std::regex_search(name, m, kLayer)) continue;
-        const int layer = std::stoi(m[1].str());
+        const std::string_view name = std::string_view(t.name).substr(spec.prefix.size());
+        const int64_t layer = index_after(name, "model.layers.", true);
+        if (layer < 0) continue;
         check(layer<layers,
                     "config.json: num_hidden_layers is {}{}, but the checkpoint has tensor {} of layer {}",
                     spec.n_layers, layers>
@@ -51,10 +69,11 @@ void config_check(const Checkpoint& ckpt, const DecoderSpec& spec) {
                   ? fmt::format(" (+{} MTP)", layers - spec.n_layers)
                   : "",
               t.name, layer);
-        if (std::regex_search(name, m, kExpert) && layer < spec.n_layers)
-            check(std::stoi(m[1].str()) < spec.n_experts,
+        const int64_t expert = index_after(name, ".experts.", false);
+        if (expert >= 0 && layer < spec.n_layers)
+            check(expert < spec.n_experts,
                   "config.json: the routed expert count is {}, but the checkpoint has tensor {} of expert {}",
-                  spec.n_experts, t.name, m[1].str());
+                  spec.n_experts, t.name, expert);
     }
     const auto shape_check = [&](const std::string& name, std::vector<int64_t> expect, const char* keys) {
         const TensorInfo* t = ckpt.find(spec.prefix + name);

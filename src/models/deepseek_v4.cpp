@@ -261,6 +261,7 @@ private:
             check(ids.size() == size_t(cfg_.vocab) * size_t(cfg_.top_k),
                   "deepseek_v4: {} holds {} ids, expected [{}, {}]", name, ids.size(), cfg_.vocab,
                   cfg_.top_k);
+            w.tid2eid.reserve(ids.size());
             for (int64_t id : ids) {
                 check(id >= 0 && id < cfg_.n_experts, "deepseek_v4: {} names expert {} of {}", name, id,
                       cfg_.n_experts);

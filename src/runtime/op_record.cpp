@@ -17,12 +17,6 @@
 namespace coli {
 namespace {
 
-// Decodes run one token at a time after the prefill up to this position, where every compression window
-// of DeepSeek-V4 (4 and 128 positions) closes, so that the ops that run only when one closes are met at
-// n = 1 too.
-constexpr int64_t kRecordDecodeLast = 639;
-static_assert((kRecordDecodeLast + 1) % 128 == 0 && kRecordDecodeLast >= kRecordPrefill);
-
 // How a family is recorded at its real size.
 struct Reference {
     std::string_view arch;  // its `coli synth` architecture: config and tensor list at the real widths
@@ -30,17 +24,36 @@ struct Reference {
     // on the number of layers of a kind (each layer of a kind makes the same calls at the same sizes).
     int layers;
     std::string_view layer_kinds;  // why that many (for the source line)
+    // Decodes of one token recorded after the prefill: enough that the calls made only at some positions
+    // are met at n = 1 too.
+    int decodes;
     // Optional branches of the forward that a config.json key switches on, which the architecture's
     // config leaves off: each is recorded once more with the key set (bf16 weights as released).
     std::vector<std::pair<std::string, nlohmann::json>> options = {};
+    // config.json values changed in every recording (JSON pointer, value), where fewer layers need them to
+    // make the same calls as the real depth.
+    std::vector<std::pair<std::string, nlohmann::json>> overrides = {};
 };
 
 const std::map<std::string, Reference>& references() {
     static const std::map<std::string, Reference> m = {
         {"olmoe",
-         {"olmoe", 2, "every layer alike; a second for the next layer's prefetch", {{"clip_qkv", 8.0}}}},
+         {"olmoe", 2, "every layer alike; a second for the next layer's prefetch", 1, {{"clip_qkv", 8.0}}}},
+        // K3's attention residuals mix the block snapshots and the running sum: up to 9 entries over its 93
+        // layers in blocks of 12. Blocks of one layer give the same mixes, of 2 to 9 entries, in 8 layers.
+        {"kimi_k3",
+         {"kimi_k3",
+          8,
+          "dense MLP in 0, KDA in 0-2 and 4-6, MLA in 3 and 7; attention residual blocks of 1 layer, which "
+          "reach the 9 entries of the real 93 layers in blocks of 12",
+          1,
+          {},
+          {{"/text_config/attn_res_block_size", 1}}}},
         {"deepseek_v4",
-         {"deepseek_v4", 4, "sliding-window layers 0-1, CSA 2, HCA 3; hash routing in 0-2, scores in 3"}},
+         // The compressors pool windows of 4 (CSA) and 128 (HCA) positions: after a prefill of 512, the
+         // decode at position 639 closes one of each.
+         {"deepseek_v4", 4, "sliding-window layers 0-1, CSA 2, HCA 3; hash routing in 0-2, scores in 3",
+          128}},
     };
     return m;
 }
@@ -107,11 +120,11 @@ using CallKey = decltype(call_key(OpCall{}));
 // Distinct calls in the order first made.
 class CallSet {
 public:
+    void add(const OpCall& c) {
+        if (seen_.insert(call_key(c)).second) calls_.push_back(c);
+    }
     void add(int64_t forward_tokens, std::span<const OpDesc> calls) {
-        for (const OpDesc& d : calls) {
-            const OpCall c{forward_tokens, d};
-            if (seen_.insert(call_key(c)).second) calls_.push_back(c);
-        }
+        for (const OpDesc& d : calls) add(OpCall{forward_tokens, d});
     }
     std::vector<OpCall> take() { return std::move(calls_); }
 
@@ -120,17 +133,21 @@ private:
     std::vector<OpCall> calls_;
 };
 
-// Records the family's forward on one shapes-only checkpoint: a prefill, then decodes to kRecordDecodeLast.
-void record(const std::string& family, const SynthArch& arch, const Reference& ref, const Variant& v,
-            CallSet& out) {
+// The architecture's config.json at the family's recorded size, in a float dtype.
+nlohmann::json reference_config(const SynthArch& arch, const Reference& ref, DType dtype) {
     SynthOptions o;
     o.arch = std::string(arch.name);
     o.layers = ref.layers;
-    o.dtype = v.dtype;
+    o.dtype = dtype;
     nlohmann::json config = arch.config(o);
-    if (v.option) config[v.option->first] = v.option->second;
-    std::vector<SynthTensor> tensors = arch.tensors(config);
-    if (v.dequantized) dequantize(tensors);
+    for (const auto& [pointer, value] : ref.overrides) config[nlohmann::json::json_pointer(pointer)] = value;
+    return config;
+}
+
+// Records the family's forward on one shapes-only checkpoint of these tensors (float ones unset in
+// v.dtype): a prefill, then `decodes` decodes.
+std::vector<OpCall> record(const std::string& family, const nlohmann::json& config,
+                           const std::vector<SynthTensor>& tensors, const Variant& v, int decodes) {
     std::vector<TensorInfo> infos;
     infos.reserve(tensors.size());
     for (const SynthTensor& t : tensors)
@@ -146,27 +163,39 @@ void record(const std::string& family, const SynthArch& arch, const Reference& r
     const std::unique_ptr<Model> model = model_load(*ckpt, ops, load);
     const std::unique_ptr<ModelState> state = model->state_new();
 
+    CallSet out;
     std::vector<OpDesc> calls;
     ops.record_to(&calls);
     const std::vector<int32_t> ids(kRecordPrefill, 0);
     model->forward(ids, *state, false);
     out.add(kRecordPrefill, calls);
-    while (state->n_past <= kRecordDecodeLast) {
+    for (int i = 0; i < decodes; ++i) {
         calls.clear();
         model->forward(std::span(ids).first(kRecordDecode), *state, false);
         out.add(kRecordDecode, calls);
     }
     ops.record_to(nullptr);
+    return out.take();
 }
 
 FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
     const SynthArch& arch = synth_arch_find(ref.arch);
-    SynthOptions o;
-    o.layers = ref.layers;
-    std::vector<SynthTensor> probe = arch.tensors(arch.config(o));
-    const bool has_quantized = dequantize(probe);
+    // The tensor list does not depend on the float dtype: made once as released and once dequantized.
+    const std::vector<SynthTensor> released = arch.tensors(reference_config(arch, ref, DType::bf16));
+    std::vector<SynthTensor> dequantized = released;
+    const bool has_quantized = dequantize(dequantized);
     CallSet calls;
-    for (const Variant& v : variants(ref, has_quantized)) record(family, arch, ref, v, calls);
+    for (const Variant& v : variants(ref, has_quantized)) {
+        nlohmann::json config = reference_config(arch, ref, v.dtype);
+        std::vector<OpCall> run;
+        if (v.option) {  // a config option may change the tensors
+            config[v.option->first] = v.option->second;
+            run = record(family, config, arch.tensors(config), v, ref.decodes);
+        } else {
+            run = record(family, config, v.dequantized ? dequantized : released, v, ref.decodes);
+        }
+        for (const OpCall& c : run) calls.add(c);
+    }
     std::string options;
     for (const auto& [key, value] : ref.options) options += fmt::format(", {} = {}", key, value.dump());
     return {
