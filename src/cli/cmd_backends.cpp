@@ -131,13 +131,16 @@ std::string family_table(const FamilyOpCalls& f, const std::vector<Combination>&
         if (std::ranges::find(kinds, c.kind) == kinds.end()) kinds.push_back(c.kind);
     for (const CallKind& k : kinds) {
         std::vector<Combination> mine;
+        std::vector<Format> seen;
         std::string formats;
         std::vector<std::string> params;
         for (const Combination& c : combos) {
             if (c.kind != k) continue;
             mine.push_back(c);
-            if (formats.find(format_name(c.format)) == std::string::npos)
+            if (std::ranges::find(seen, c.format) == seen.end()) {
+                seen.push_back(c.format);
                 formats += (formats.empty() ? "" : ", ") + std::string(format_name(c.format));
+            }
             for (const OpDesc& d : c.calls)
                 if (std::ranges::find(params, op_params_text(d)) == params.end())
                     params.push_back(op_params_text(d));

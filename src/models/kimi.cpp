@@ -316,107 +316,53 @@ private:
     std::vector<KimiLayerWeights> layers_;
 };
 
-// The sizes of one Kimi family that its op declarations use, by config.json name (K3: in text_config).
-struct KimiFamilySize {
-    int64_t d_model;          // hidden_size
-    int64_t vocab;            // vocab_size
-    int64_t experts;          // num_experts
-    int64_t top_k;            // num_experts_per_token
-    int64_t d_expert;         // moe_intermediate_size
-    int64_t expert_in;        // routed_expert_hidden_size (K3's latent), else hidden_size
-    int64_t heads;            // num_attention_heads (MLA)
-    int64_t kda_heads;        // linear_attn_config.num_heads
-    int64_t kda_dim;          // linear_attn_config.head_dim
-    int64_t conv;             // linear_attn_config.short_conv_kernel_size
-    int64_t kv_lora;          // kv_lora_rank
-    int64_t rope;             // qk_rope_head_dim
-    int64_t nope;             // qk_nope_head_dim
-    int64_t ctx;              // max_position_embeddings
-    int64_t res_entries = 0;  // attention residuals' most entries: ceil(num_hidden_layers /
-                              // attn_res_block_size) snapshots and the running sum; 0: none
-    bool k3 = false;          // model_type kimi_k3: SiTU, MXFP4 experts, output gates
-};
+}  // namespace
 
-// The ops Kimi::forward calls at a family's size. Keep in sync with forward().
-std::vector<OpUse> kimi_family_ops(const KimiFamilySize& z) {
+// The ops Kimi::forward calls for Kimi Linear 48B (kimi_k3 is recorded at its real size by `coli backends`,
+// runtime/op_record.cpp; Kimi Linear has no `coli synth` architecture to record it from yet). Keep in sync
+// with forward(); tests/models/op_list_test.cpp checks it against the forward on fixtures.
+std::vector<OpUse> kimi_linear_ops() {
+    constexpr int64_t kDModel = 2304;   // hidden_size
+    constexpr int64_t kVocab = 163840;  // vocab_size
+    constexpr int64_t kExperts = 256;   // num_experts
+    constexpr int64_t kTopK = 8;        // num_experts_per_token
+    constexpr int64_t kDExpert = 1024;  // moe_intermediate_size
+    constexpr int64_t kHeads = 32;      // num_attention_heads (MLA)
+    constexpr int64_t kKdaHeads = 32;   // linear_attn_config.num_heads
+    constexpr int64_t kKdaDim = 128;    // linear_attn_config.head_dim
+    constexpr int64_t kConv = 4;        // linear_attn_config.short_conv_kernel_size
+    constexpr int64_t kKvLora = 512;    // kv_lora_rank
+    constexpr int64_t kRope = 64;       // qk_rope_head_dim
+    constexpr int64_t kNope = 128;      // qk_nope_head_dim
+    constexpr int64_t kCtx = 1048576;   // max_position_embeddings
     const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16};
     std::vector<Format> dense = stored;
     dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
-    std::vector<Format> expert = dense;
-    if (z.k3) expert.push_back(Format::mxfp4);  // K3's routed experts, read in place
     const std::vector<Format> f32 = {Format::f32};
-    const int64_t width = z.kda_heads * z.kda_dim;  // KDA's projections
-    std::vector<OpUse> ops = {
-        {{.op = OpKind::embedding, .rows = z.vocab, .cols = z.d_model}, stored, "token embedding"},
-        {{.op = OpKind::rms_norm, .width = z.d_model}, f32, "layer, q_a, kv_a and KDA output norms"},
-        {{.op = OpKind::matmul, .rows = z.d_model, .cols = width},
+    const int64_t width = kKdaHeads * kKdaDim;  // KDA's projections
+    return {
+        {{.op = OpKind::embedding, .rows = kVocab, .cols = kDModel}, stored, "token embedding"},
+        {{.op = OpKind::rms_norm, .width = kDModel}, f32, "layer, q_a, kv_a and KDA output norms"},
+        {{.op = OpKind::matmul, .rows = kDModel, .cols = width},
          dense,
          "projections, gates, router, lm_head"},
-        {{.op = OpKind::short_conv, .width = width, .taps = z.conv}, f32, "KDA short convolutions"},
-        {{.op = OpKind::kda, .heads = z.kda_heads, .head_dim = z.kda_dim}, f32, "KDA gated delta rule"},
-        {{.op = OpKind::mul_sigmoid, .width = width}, f32, "KDA (and K3 MLA) output gates"},
-        {{.op = OpKind::slice_cols, .width = z.kv_lora + z.rope}, f32, "latent and shared key from kv_a"},
+        {{.op = OpKind::short_conv, .width = width, .taps = kConv}, f32, "KDA short convolutions"},
+        {{.op = OpKind::kda, .heads = kKdaHeads, .head_dim = kKdaDim}, f32, "KDA gated delta rule"},
+        {{.op = OpKind::mul_sigmoid, .width = width}, f32, "KDA output gates"},
+        {{.op = OpKind::slice_cols, .width = kKvLora + kRope}, f32, "latent and shared key from kv_a"},
         {{.op = OpKind::mla_attention,
-          .heads = z.heads,
-          .head_dim = z.nope + z.rope,
-          .latent = z.kv_lora,
-          .context = z.ctx},
+          .heads = kHeads,
+          .head_dim = kNope + kRope,
+          .latent = kKvLora,
+          .context = kCtx},
          dense,
          "absorbed NoPE MLA, latent cache"},
-        {{.op = OpKind::add, .width = z.d_model}, f32, "residuals"},
-        {{.op = OpKind::route_sigmoid_topk, .experts = z.experts, .top_k = z.top_k}, f32, "sigmoid router"},
-        {{.op = OpKind::moe_experts,
-          .rows = z.d_expert,
-          .cols = z.expert_in,
-          .glu = z.k3 ? GluKind::situ : GluKind::silu},
-         expert,
+        {{.op = OpKind::add, .width = kDModel}, f32, "residuals"},
+        {{.op = OpKind::route_sigmoid_topk, .experts = kExperts, .top_k = kTopK}, f32, "sigmoid router"},
+        {{.op = OpKind::moe_experts, .rows = kDExpert, .cols = kDModel, .glu = GluKind::silu},
+         dense,
          "routed, shared and dense experts"},
     };
-    if (z.res_entries > 0)
-        ops.push_back({{.op = OpKind::res_mix, .width = z.d_model, .entries = z.res_entries},
-                       f32,
-                       "attention residuals"});
-    return ops;
-}
-
-}  // namespace
-
-// Kimi Linear 48B.
-std::vector<OpUse> kimi_linear_ops() {
-    return kimi_family_ops({.d_model = 2304,
-                            .vocab = 163840,
-                            .experts = 256,
-                            .top_k = 8,
-                            .d_expert = 1024,
-                            .expert_in = 2304,
-                            .heads = 32,
-                            .kda_heads = 32,
-                            .kda_dim = 128,
-                            .conv = 4,
-                            .kv_lora = 512,
-                            .rope = 64,
-                            .nope = 128,
-                            .ctx = 1048576});
-}
-
-// Kimi K3 (93 layers, attention residual blocks of 12: 8 snapshots and the running sum).
-std::vector<OpUse> kimi_k3_ops() {
-    return kimi_family_ops({.d_model = 7168,
-                            .vocab = 163840,
-                            .experts = 896,
-                            .top_k = 16,
-                            .d_expert = 3072,
-                            .expert_in = 3584,
-                            .heads = 96,
-                            .kda_heads = 96,
-                            .kda_dim = 128,
-                            .conv = 4,
-                            .kv_lora = 512,
-                            .rope = 64,
-                            .nope = 128,
-                            .ctx = 1048576,
-                            .res_entries = 9,
-                            .k3 = true});
 }
 
 std::unique_ptr<Model> kimi_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {

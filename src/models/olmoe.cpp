@@ -157,44 +157,6 @@ private:
 
 }  // namespace
 
-// The ops Olmoe::forward calls, at OLMoE-1B-7B's size. Keep in sync with layer_forward().
-std::vector<OpUse> olmoe_ops() {
-    constexpr int64_t kDModel = 2048;  // hidden_size
-    constexpr int64_t kDff = 1024;     // intermediate_size (of each expert)
-    constexpr int64_t kVocab = 50304;  // vocab_size
-    constexpr int64_t kHeads = 16;     // num_attention_heads
-    constexpr int64_t kKvHeads = 16;   // num_key_value_heads
-    constexpr int64_t kExperts = 64;   // num_experts
-    constexpr int64_t kTopK = 8;       // num_experts_per_tok
-    constexpr int64_t kCtx = 4096;     // max_position_embeddings
-    constexpr int64_t kHeadDim = kDModel / kHeads;
-    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16};
-    std::vector<Format> dense = stored;
-    dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
-    const std::vector<Format> f32 = {Format::f32};
-    return {
-        {{.op = OpKind::embedding, .rows = kVocab, .cols = kDModel}, stored, "token embedding"},
-        {{.op = OpKind::rms_norm, .width = kDModel}, f32, "input, post-attention, q/k and final norms"},
-        {{.op = OpKind::matmul, .rows = kDModel, .cols = kDModel},
-         dense,
-         "q/k/v/o projections, router, lm_head"},
-        {{.op = OpKind::clamp, .width = kDModel}, f32, "clip_qkv"},
-        {{.op = OpKind::rope, .width = kDModel, .head_dim = kHeadDim}, f32, "neox rotary embedding"},
-        {{.op = OpKind::attention,
-          .heads = kHeads,
-          .kv_heads = kKvHeads,
-          .head_dim = kHeadDim,
-          .context = kCtx},
-         f32,
-         "causal GQA over the KV cache"},
-        {{.op = OpKind::add, .width = kDModel}, f32, "residuals"},
-        {{.op = OpKind::route_softmax_topk, .experts = kExperts, .top_k = kTopK},
-         f32,
-         "softmax top-k router"},
-        {{.op = OpKind::moe_experts, .rows = kDff, .cols = kDModel}, stored, "routed SwiGLU experts"},
-    };
-}
-
 std::unique_ptr<Model> olmoe_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
     return std::make_unique<Olmoe>(ckpt, ops, opts);
 }

@@ -29,11 +29,8 @@ const std::map<std::string, OpsOf>& op_declarations() {
     static const std::map<std::string, OpsOf> m = {
         {"deepseek_v3", deepseek_v3_ops},
         {"deepseek_v32", deepseek_v32_ops},
-        {"deepseek_v4", deepseek_v4_ops},
         {"glm_moe_dsa", glm_moe_dsa_ops},
-        {"kimi_k3", kimi_k3_ops},
         {"kimi_linear", kimi_linear_ops},
-        {"olmoe", olmoe_ops},
     };
     return m;
 }

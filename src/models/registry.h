@@ -1,4 +1,5 @@
-// The model families of this build, keyed by config.json model_type.
+// The model families of this build, keyed by config.json model_type, and the op lists of those that
+// `coli backends` does not record yet (runtime/op_record.cpp).
 #pragma once
 
 #include <memory>
@@ -8,17 +9,14 @@
 namespace coli {
 
 std::unique_ptr<Model> olmoe_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
-std::vector<OpUse> olmoe_ops();
 // deepseek_v3, deepseek_v32 and glm_moe_dsa.
 std::unique_ptr<Model> deepseek_v3_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
 std::vector<OpUse> deepseek_v3_ops();
 std::vector<OpUse> deepseek_v32_ops();
 std::vector<OpUse> glm_moe_dsa_ops();
 std::unique_ptr<Model> deepseek_v4_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
-std::vector<OpUse> deepseek_v4_ops();
 // kimi_linear and kimi_k3.
 std::unique_ptr<Model> kimi_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
 std::vector<OpUse> kimi_linear_ops();
-std::vector<OpUse> kimi_k3_ops();
 
 }  // namespace coli

@@ -205,8 +205,7 @@ FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
             "f16 weights{}, --dense-bits 8 and 4{}",
             ref.arch, ref.layers, ref.layer_kinds,
             has_quantized ? " (quantized tensors as released, and dequantized)" : "", options),
-        .calls = calls.take(),
-        .declared = {}};
+        .calls = calls.take()};
 }
 
 // A declared list as calls: each use in each of its formats, at decode and at prefill.
@@ -215,9 +214,8 @@ FamilyOpCalls declared(const std::string& family) {
                     .source =
                         "declared: its op list (model_family_ops), checked against its forward on "
                         "fixtures (no coli synth architecture to record it at its real size yet)",
-                    .calls = {},
-                    .declared = model_family_ops(family)};
-    for (const OpUse& u : f.declared)
+                    .calls = {}};
+    for (const OpUse& u : model_family_ops(family))
         for (Format format : u.formats)
             for (int64_t n : {kRecordDecode, kRecordPrefill}) {
                 OpDesc d = u.desc;

@@ -27,10 +27,9 @@ struct OpCall {
 
 // What `coli backends` asks the backends about for one family.
 struct FamilyOpCalls {
-    bool recorded = false;        // from a recorded forward (else from the declared list)
-    std::string source;           // one line: how they were found ("recorded: olmoe at its real size ...")
-    std::vector<OpCall> calls;    // distinct calls, in the order the forward first made them
-    std::vector<OpUse> declared;  // the declared list (families that are not recorded), for its "where"
+    bool recorded = false;      // from a recorded forward (else from the declared list)
+    std::string source;         // one line: how they were found ("recorded: olmoe at its real size ...")
+    std::vector<OpCall> calls;  // distinct calls, in the order the forward first made them
 };
 
 // The family's op calls; throws coli::Error for an unknown family.

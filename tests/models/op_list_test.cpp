@@ -1,8 +1,10 @@
-// Each family's declared op list (model_family_ops: what `coli backends` asks every backend about) against
-// the ops its forward calls. Every fixture runs a prefill of several tokens and a decode of one on the CPU
-// with every op call recorded (Ops::record_to), with an unlimited expert cache and with one slot per layer
-// (where the next layer's experts are prefetched). A call the family's list does not declare fails, and so
-// does a declared op that no fixture of the family calls. moe_experts is told apart by its activation.
+// Each family's reference op calls (family_op_calls: what `coli backends` asks every backend about; the
+// forward recorded at the family's real size on a checkpoint of shapes only, or the declared list of a
+// family that is not recorded yet) against the ops its forward calls on real checkpoints. Every fixture runs
+// a prefill of several tokens and a decode of one on the CPU with every op call recorded (Ops::record_to),
+// with an unlimited expert cache and with one slot per layer (where the next layer's experts are
+// prefetched). A call the reference does not have fails, and so does a reference op that no fixture of the
+// family calls. moe_experts is told apart by its activation.
 // deepseek_v4 has no oracle fixture until tools/make_deepseek_v4_oracles.py runs on the GPU machine; until
 // then its forward is recorded on the checkpoint `coli synth --arch deepseek_v4` writes at test time
 // (deepseek_v4_synth.h), with a prefill that closes CSA and HCA windows. Every other family needs a fixture.
@@ -22,6 +24,7 @@
 #include "common/fixture.h"
 #include "deepseek_v4_synth.h"
 #include "runtime/engine.h"
+#include "runtime/op_record.h"
 #include "runtime/session.h"
 
 namespace coli {
@@ -86,24 +89,31 @@ TEST(OpLists, DeclareWhatTheForwardCalls) {
         const test::SynthModel& m = test::deepseek_v4_synth();
         runs.push_back({"synthesized deepseek_v4", m.dir, m.input_ids, test::kV4SynthHca + 1});
     }
+    std::map<std::string, std::set<OpKey>> reference;  // family -> the ops `coli backends` asks about
+    std::map<std::string, std::string> source;         // family -> how they were found
+    for (const std::string& family : model_families()) {
+        const FamilyOpCalls f = family_op_calls(family);
+        ASSERT_FALSE(f.calls.empty()) << family;
+        for (const OpCall& c : f.calls) reference[family].insert(key_of(c.desc.op, c.desc.glu));
+        source[family] = f.source;
+    }
     std::map<std::string, std::set<OpKey>> called;  // family -> ops any of its checkpoints called
     for (const Recorded& r : runs)
         for (int cache : kExpertCaches) {
             const std::string& fixture = r.name;
             const auto [family, ops] = forward_ops(r, cache);
-            std::set<OpKey> declared;
-            for (const OpUse& u : model_family_ops(family)) declared.insert(key_of(u.desc.op, u.desc.glu));
+            ASSERT_TRUE(reference.contains(family)) << fixture << ": family " << family;
             for (const OpKey& k : ops)
-                EXPECT_TRUE(declared.contains(k))
+                EXPECT_TRUE(reference[family].contains(k))
                     << fixture << " (expert cache " << cache << "): the " << family << " forward calls "
-                    << key_name(k) << ", which its op list does not declare";
+                    << key_name(k) << ", which its reference calls do not have (" << source[family] << ")";
             called[family].insert(ops.begin(), ops.end());
         }
     for (const std::string& family : model_families()) {
         ASSERT_TRUE(called.contains(family)) << family << " has no fixture here to record its forward from";
-        for (const OpUse& u : model_family_ops(family))
-            EXPECT_TRUE(called[family].contains(key_of(u.desc.op, u.desc.glu)))
-                << family << " declares " << key_name(key_of(u.desc.op, u.desc.glu)) << " (" << u.what
+        for (const OpKey& k : reference[family])
+            EXPECT_TRUE(called[family].contains(k))
+                << family << "'s reference calls " << key_name(k) << " (" << source[family]
                 << "), which no fixture's forward calls";
     }
 }
