@@ -9,7 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
+#include <tuple>
 
 #include "backend/registry.h"
 #include "cli/commands.h"

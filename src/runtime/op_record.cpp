@@ -228,10 +228,6 @@ FamilyOpCalls declared(const std::string& family) {
 
 }  // namespace
 
-bool family_recorded(const std::string& family) {
-    return references().contains(family);
-}
-
 FamilyOpCalls family_op_calls(const std::string& family) {
     const auto it = references().find(family);
     if (it == references().end()) return declared(family);

@@ -35,7 +35,4 @@ struct FamilyOpCalls {
 // The family's op calls; throws coli::Error for an unknown family.
 FamilyOpCalls family_op_calls(const std::string& family);
 
-// Whether the family's forward is recorded (it has a `coli synth` architecture), else declared.
-bool family_recorded(const std::string& family);
-
 }  // namespace coli

@@ -138,6 +138,7 @@ TEST(Checkpoint, SingleFile) {
     auto ck = Checkpoint::open(dir.path());
     ASSERT_EQ(ck->file_count(), 1);
     ASSERT_EQ(ck->tensors().size(), 2u);
+    EXPECT_FALSE(ck->shapes_only());
     auto span = ck->map(ck->get("x"));
     ASSERT_EQ(span.size(), 12u);
     EXPECT_EQ(std::memcmp(span.data(), x.data(), 12), 0);
@@ -147,6 +148,24 @@ TEST(Checkpoint, SingleFile) {
     EXPECT_COLI_ERROR(ck->map(foreign), "is past the end");
     foreign.file = 5;
     EXPECT_COLI_ERROR(ck->map(foreign), "refers to file 5 of 1");
+}
+
+// A checkpoint of shapes only: the tensors back to back in one file that does not exist, nothing to map.
+TEST(Checkpoint, ShapesOnly) {
+    auto ck = Checkpoint::shapes("ref", nlohmann::json{{"model_type", "olmoe"}},
+                                 {{.name = "a", .dtype = DType::bf16, .shape = {3, 4}},
+                                  {.name = "b", .dtype = DType::f32, .shape = {5}}});
+    EXPECT_TRUE(ck->shapes_only());
+    EXPECT_EQ(ck->config()["model_type"], "olmoe");
+    ASSERT_EQ(ck->tensors().size(), 2u);
+    EXPECT_EQ(ck->get("a").nbytes, 24u);
+    EXPECT_EQ(ck->get("b").offset, 24u);
+    EXPECT_EQ(ck->get("b").nbytes, 20u);
+    EXPECT_EQ(ck->total_bytes(), 44u);
+    EXPECT_COLI_ERROR(ck->map(ck->get("a")), "a checkpoint of shapes only has no bytes");
+    EXPECT_COLI_ERROR(
+        Checkpoint::shapes("ref", {}, {{.name = "a", .shape = {1}}, {.name = "a", .shape = {2}}}),
+        "ref: tensor \"a\" is listed twice");
 }
 
 TEST(CheckpointErrors, Directory) {
