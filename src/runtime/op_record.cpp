@@ -7,6 +7,9 @@
 #include <set>
 #include <span>
 #include <tuple>
+#ifdef __GLIBC__
+#include <malloc.h>  // mallopt
+#endif
 
 #include "backend/record_backend.h"
 #include "core/error.h"
@@ -178,7 +181,24 @@ std::vector<OpCall> record(const std::string& family, const nlohmann::json& conf
     return out.take();
 }
 
+// Keeps the heap's freed memory for reuse while alive (glibc): each recording allocates and frees the same
+// large zero-filled host buffers (a prefill's read-back, V4's hash tables), which would otherwise be
+// mapped, faulted in and unmapped again every time (page faults were the larger part of the record's time).
+class HeapReuse {
+public:
+    HeapReuse() {
+#ifdef __GLIBC__
+        mallopt(M_MMAP_THRESHOLD, kKeep);
+        mallopt(M_TRIM_THRESHOLD, kKeep);
+#endif
+    }
+
+private:
+    static constexpr int kKeep = 256 << 20;  // above the largest of those buffers
+};
+
 FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
+    static const HeapReuse heap_reuse;
     const SynthArch& arch = synth_arch_find(ref.arch);
     // The tensor list does not depend on the float dtype: made once as released and once dequantized.
     const std::vector<SynthTensor> released = arch.tensors(reference_config(arch, ref, DType::bf16));
