@@ -30,10 +30,6 @@ int extra_layers(const nlohmann::json& config) {
     return 0;
 }
 
-// config.json against the checkpoint's tensors, before anything is read: no tensor of a layer beyond
-// num_hidden_layers (a smaller count would run a truncated model), no routed expert beyond the expert
-// count, and the embedding, final norm and lm_head of [vocab_size, hidden_size]. The error names the key
-// and the tensor.
 // The number in `name` between `key` and the next dot ("model.layers.3.mlp", "model.layers." -> 3) at
 // the first place where digits and a dot follow `key` (only at the start when at_start); -1 when none.
 // (A scan, not std::regex: the check runs over every tensor name, half a million for the largest models.)
