@@ -219,11 +219,12 @@ COLI_AVX512 void rows_tile(const WeightView& w, const float* x, float* y, int64_
         for (int64_t c = b; c < end; c += kLanes) {
             if (c % kLineElems == 0)
                 for (int i = 0; i < NR; ++i) _mm_prefetch(next[i] + c * Row::kBits / 8, _MM_HINT_T0);
-            __m512 xv[NT];
-            for (int t = 0; t < NT; ++t) xv[t] = _mm512_loadu_ps(x + t * cols + c);
-            for (int i = 0; i < NR; ++i) {
-                const __m512 wv = row[i].load(c);
-                for (int t = 0; t < NT; ++t) acc[i][t] = _mm512_fmadd_ps(xv[t], wv, acc[i][t]);
+            // The NR decoded chunks stay in registers while each token's x passes by once.
+            __m512 wv[NR];
+            for (int i = 0; i < NR; ++i) wv[i] = row[i].load(c);
+            for (int t = 0; t < NT; ++t) {
+                const __m512 xv = _mm512_loadu_ps(x + t * cols + c);
+                for (int i = 0; i < NR; ++i) acc[i][t] = _mm512_fmadd_ps(xv, wv[i], acc[i][t]);
             }
         }
     }
@@ -250,7 +251,8 @@ COLI_AVX512 void rows_tile(const WeightView& w, const float* x, float* y, int64_
 // Rows [r0, r1) for NT tokens, in tiles of NR rows, then single rows.
 template <class Row, int NT>
 void rows_run(const WeightView& w, const float* x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-    constexpr int NR = NT == 1 ? 4 : 2;  // keeps NR * NT accumulators in [4, 8]
+    // NR * NT accumulators (at most 16), NR weight registers and one of x within the 32 registers.
+    constexpr int NR = 4;
     int64_t r = r0;
     for (; r + NR <= r1; r += NR) rows_tile<Row, NR, NT>(w, x, y, ldy, r);
     for (; r < r1; ++r) rows_tile<Row, 1, NT>(w, x, y, ldy, r);
