@@ -264,7 +264,7 @@ std::vector<OpUse> mla_family_ops(const MlaFamilySize& z) {
     return ops;
 }
 
-// DeepSeek-V3.
+// DeepSeek-V3's sizes, which V3.2 shares (V3 itself is recorded: runtime/op_record.cpp).
 constexpr MlaFamilySize kDeepseekV3 = {.d_model = 7168,
                                        .d_expert = 2048,
                                        .vocab = 129280,
@@ -277,10 +277,6 @@ constexpr MlaFamilySize kDeepseekV3 = {.d_model = 7168,
                                        .nope = 128};
 
 }  // namespace
-
-std::vector<OpUse> deepseek_v3_ops() {
-    return mla_family_ops(kDeepseekV3);
-}
 
 // DeepSeek-V3.2: V3 plus the DSA indexer.
 std::vector<OpUse> deepseek_v32_ops() {

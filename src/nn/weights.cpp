@@ -91,7 +91,7 @@ Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const
 }
 
 std::string scale_name_of(const std::string& weight_name) {
-    return weight_name + "_scale_inv";
+    return weight_name + std::string(kScaleInvSuffix);
 }
 
 std::string dot_scale_name_of(const std::string& weight_name) {

@@ -30,6 +30,7 @@ Format format_of_dtype(const TensorInfo& t);
 Weight weight_view_of(const TensorInfo& t, std::span<const uint8_t> bytes, const TensorInfo* scale = nullptr,
                       std::span<const uint8_t> scale_bytes = {});
 // "...weight" -> "...weight_scale_inv": where block-FP8 checkpoints keep a weight's scales.
+inline constexpr std::string_view kScaleInvSuffix = "_scale_inv";
 std::string scale_name_of(const std::string& weight_name);
 // "<w>.weight" -> "<w>.scale": where DeepSeek-V4 keeps a weight's scales (FP8 blocks, MXFP4); "" for a
 // name that does not end in ".weight".

@@ -52,6 +52,14 @@ const std::map<std::string, Reference>& references() {
           1,
           {},
           {{"/text_config/attn_res_block_size", 1}}}},
+        // Layers are dense or MoE; two MoE layers, so that the first routes the next one's prefetch.
+        {"deepseek_v3",
+         {"deepseek_v3",
+          3,
+          "dense MLP in 0, MoE in 1-2 (the second for the next layer's prefetch): first_k_dense_replace 1",
+          1,
+          {},
+          {{"/first_k_dense_replace", 1}}}},
         {"deepseek_v4",
          // The compressors pool windows of 4 (CSA) and 128 (HCA) positions: after a prefill of 512, the
          // decode at position 639 closes one of each.
@@ -83,8 +91,9 @@ std::vector<Variant> variants(const Reference& ref, bool has_quantized) {
     return v;
 }
 
+// Block scales: E8M0 (DeepSeek-V4), packed MXFP4's, or block FP8's F32 `_scale_inv` (DeepSeek-V3).
 bool is_scales(const SynthTensor& t) {
-    return t.dtype == DType::f8_e8m0 ||
+    return t.dtype == DType::f8_e8m0 || (t.dtype == DType::f32 && t.name.ends_with(kScaleInvSuffix)) ||
            (t.dtype == DType::u8 && t.name.ends_with(std::string(kPackedScaleSuffix)));
 }
 
