@@ -264,28 +264,7 @@ std::vector<OpUse> mla_family_ops(const MlaFamilySize& z) {
     return ops;
 }
 
-// DeepSeek-V3's sizes, which V3.2 shares (V3 itself is recorded: runtime/op_record.cpp).
-constexpr MlaFamilySize kDeepseekV3 = {.d_model = 7168,
-                                       .d_expert = 2048,
-                                       .vocab = 129280,
-                                       .experts = 256,
-                                       .top_k = 8,
-                                       .ctx = 163840,
-                                       .heads = 128,
-                                       .kv_lora = 512,
-                                       .rope = 64,
-                                       .nope = 128};
-
 }  // namespace
-
-// DeepSeek-V3.2: V3 plus the DSA indexer.
-std::vector<OpUse> deepseek_v32_ops() {
-    MlaFamilySize z = kDeepseekV3;
-    z.index_heads = 64;
-    z.index_dim = 128;
-    z.index_topk = 2048;
-    return mla_family_ops(z);
-}
 
 // GLM-5.
 std::vector<OpUse> glm_moe_dsa_ops() {

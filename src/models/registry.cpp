@@ -27,7 +27,6 @@ using OpsOf = std::vector<OpUse> (*)();
 
 const std::map<std::string, OpsOf>& op_declarations() {
     static const std::map<std::string, OpsOf> m = {
-        {"deepseek_v32", deepseek_v32_ops},
         {"glm_moe_dsa", glm_moe_dsa_ops},
         {"kimi_linear", kimi_linear_ops},
     };

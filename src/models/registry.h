@@ -11,7 +11,6 @@ namespace coli {
 std::unique_ptr<Model> olmoe_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
 // deepseek_v3, deepseek_v32 and glm_moe_dsa.
 std::unique_ptr<Model> deepseek_v3_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
-std::vector<OpUse> deepseek_v32_ops();
 std::vector<OpUse> glm_moe_dsa_ops();
 std::unique_ptr<Model> deepseek_v4_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts);
 // kimi_linear and kimi_k3.

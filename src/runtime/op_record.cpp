@@ -60,6 +60,15 @@ const std::map<std::string, Reference>& references() {
           1,
           {},
           {{"/first_k_dense_replace", 1}}}},
+        // V3 with the DSA indexer in every layer.
+        {"deepseek_v32",
+         {"deepseek_v32",
+          3,
+          "dense MLP in 0, MoE in 1-2 (the second for the next layer's prefetch): first_k_dense_replace 1; "
+          "an indexer in each",
+          1,
+          {},
+          {{"/first_k_dense_replace", 1}}}},
         {"deepseek_v4",
          // The compressors pool windows of 4 (CSA) and 128 (HCA) positions: after a prefill of 512, the
          // decode at position 639 closes one of each.

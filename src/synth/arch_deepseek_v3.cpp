@@ -14,6 +14,11 @@
 // Value scales follow arch_olmoe.cpp: a unit embedding, 1/sqrt(fan_in) matrices, residual branches (o_proj,
 // down_proj) that add ~10% of a stream, router logits of std 3. FP8 weights draw codes of unit rms and one
 // f32 scale per block near the matrix's rms.
+//
+// `--arch deepseek_v32` (deepseek-ai/DeepSeek-V3.2; docs/models.md 3) is the same model plus the DSA
+// lightning indexer in every layer (64 heads of 128, top 2048 keys; --scale divides the heads and the
+// top-k): `self_attn.indexer.wq_b` and `.wk` block FP8 like the other projections, `.k_norm.weight` and
+// `.bias` F32 (the release's inference code keeps its LayerNorm in f32), `.weights_proj` in --dtype.
 #include <algorithm>
 #include <cstdint>
 
@@ -43,6 +48,8 @@ constexpr double kRmsEps = 1e-6;
 constexpr int64_t kMaxPositions = 163840;
 constexpr int kMtpLayers = 1;
 constexpr int kBos = 0, kEos = 1;
+// DeepSeek-V3.2's indexer.
+constexpr int64_t kIndexHeads = 64, kIndexDim = 128, kIndexTopK = 2048;
 
 // Standard deviations (see the comment at the top of the file).
 constexpr float kEmbedStd = 1.0f;
@@ -53,6 +60,7 @@ constexpr ValueDist kNormDist{1.0f, 0.05f};
 constexpr ValueDist kFp8CodeDist{0.0f, 1.0f};      // e4m3 values of unit rms, scaled by the block's f32
 constexpr float kScaleJitter = 0.1f;               // block scales vary by this fraction around their target
 constexpr ValueDist kRouterBiasDist{0.0f, 0.01f};  // small next to the scores
+constexpr ValueDist kLayerNormBiasDist{0.0f, 0.05f};
 
 nlohmann::json deepseek_v3_config(const SynthOptions& o) {
     check(o.scale >= 1, "--scale must be >= 1, got {}", o.scale);
@@ -114,6 +122,17 @@ nlohmann::json deepseek_v3_config(const SynthOptions& o) {
     };
 }
 
+// DeepSeek-V3.2: V3's config plus the indexer's keys.
+nlohmann::json deepseek_v32_config(const SynthOptions& o) {
+    nlohmann::json c = deepseek_v3_config(o);
+    c["architectures"] = {"DeepseekV32ForCausalLM"};
+    c["model_type"] = "deepseek_v32";
+    c["index_n_heads"] = synth_scaled(kIndexHeads, o.scale, "index_n_heads");
+    c["index_head_dim"] = kIndexDim;
+    c["index_topk"] = synth_scaled(kIndexTopK, o.scale, "index_topk");
+    return c;
+}
+
 nlohmann::json deepseek_v3_generation_config(const nlohmann::json& c) {
     return {{"bos_token_id", c["bos_token_id"]}, {"eos_token_id", c["eos_token_id"]}};
 }
@@ -172,6 +191,13 @@ void attention_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d) {
     t.norm("self_attn.kv_a_layernorm", kv_lora);
     t.fp8("self_attn.kv_b_proj", heads * (nope + v), kv_lora, kProjGain);
     t.fp8("self_attn.o_proj", d, heads * v, kResidualGain);
+    if (!c.contains("index_topk")) return;
+    const int64_t index_heads = c["index_n_heads"], index_dim = c["index_head_dim"];
+    t.fp8("self_attn.indexer.wq_b", index_heads * index_dim, q_lora, kProjGain);
+    t.fp8("self_attn.indexer.wk", index_dim, d, kProjGain);
+    t.add({"self_attn.indexer.k_norm.weight", {index_dim}, kNormDist, DType::f32});
+    t.add({"self_attn.indexer.k_norm.bias", {index_dim}, kLayerNormBiasDist, DType::f32});
+    t.matrix("self_attn.indexer.weights_proj", index_heads, d, kProjGain);
 }
 
 void moe_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d) {
@@ -212,5 +238,8 @@ std::vector<SynthTensor> deepseek_v3_tensors(const nlohmann::json& c) {
 extern const SynthArch kSynthDeepseekV3;
 const SynthArch kSynthDeepseekV3{"deepseek_v3", "deepseek-ai/DeepSeek-V3 (FP8 release layout)",
                                  deepseek_v3_config, deepseek_v3_generation_config, deepseek_v3_tensors};
+extern const SynthArch kSynthDeepseekV32;
+const SynthArch kSynthDeepseekV32{"deepseek_v32", "deepseek-ai/DeepSeek-V3.2 (FP8 release layout)",
+                                  deepseek_v32_config, deepseek_v3_generation_config, deepseek_v3_tensors};
 
 }  // namespace coli

@@ -8,13 +8,15 @@
 
 namespace coli {
 
-extern const SynthArch kSynthOlmoe;       // arch_olmoe.cpp
-extern const SynthArch kSynthKimiK3;      // arch_kimi_k3.cpp
-extern const SynthArch kSynthDeepseekV4;  // arch_deepseek_v4.cpp
-extern const SynthArch kSynthDeepseekV3;  // arch_deepseek_v3.cpp
+extern const SynthArch kSynthOlmoe;        // arch_olmoe.cpp
+extern const SynthArch kSynthKimiK3;       // arch_kimi_k3.cpp
+extern const SynthArch kSynthDeepseekV4;   // arch_deepseek_v4.cpp
+extern const SynthArch kSynthDeepseekV3;   // arch_deepseek_v3.cpp
+extern const SynthArch kSynthDeepseekV32;  // arch_deepseek_v3.cpp
 
 namespace {
-const SynthArch* const kArchs[] = {&kSynthOlmoe, &kSynthKimiK3, &kSynthDeepseekV4, &kSynthDeepseekV3};
+const SynthArch* const kArchs[] = {&kSynthOlmoe, &kSynthKimiK3, &kSynthDeepseekV4, &kSynthDeepseekV3,
+                                   &kSynthDeepseekV32};
 }  // namespace
 
 const SynthArch& synth_arch_find(std::string_view name) {

@@ -1,9 +1,9 @@
-// `coli synth --arch deepseek_v3`: the checkpoint has the layout of docs/models.md 2 as the FP8 release
-// stores it (9.4: every projection F8_E4M3 with an F32 `<name>_scale_inv` per 128 x 128 block; embedding,
-// router, lm_head and norms BF16; the router's selection bias F32), config.json has DeepSeek-V3's values,
-// and `coli run` loads and runs it on the CPU with routing spread over the experts. The expected names,
-// shapes and dtypes are written out here from docs/models.md 2 and 9.4 with the real dimensions divided by
-// the --scale.
+// `coli synth --arch deepseek_v3` and `--arch deepseek_v32`: the checkpoint has the layout of docs/models.md
+// 2 as the FP8 release stores it (9.4: every projection F8_E4M3 with an F32 `<name>_scale_inv` per 128 x 128
+// block; embedding, router, lm_head and norms BF16; the router's selection bias F32), config.json has
+// DeepSeek-V3's values, and `coli run` loads and runs it on the CPU with routing spread over the experts. The
+// expected names, shapes and dtypes are written out here from docs/models.md 2 and 9.4 with the real
+// dimensions divided by the --scale. DeepSeek-V3.2 adds the indexer of docs/models.md 3 to every layer.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -197,6 +197,61 @@ TEST(SynthDeepseekV3Run, RunsOnTheCpuWithRoutingSpread) {
     constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
     EXPECT_GE(std::stod(m[1]), kMinDistinct) << run.err;
     EXPECT_LE(std::stod(m[2]), kMaxShared) << run.err;
+}
+
+// DeepSeek-V3.2's indexer (docs/models.md 3), 64 heads of 128 and the top 2048 keys divided by the scale:
+// its projections block FP8 as the other ones, its key LayerNorm F32, weights_proj in the --dtype.
+constexpr int64_t kIndexHeads = 64 / kScale, kIndexDim = 128, kIndexTopK = 2048 / kScale;
+
+TEST(SynthDeepseekV32, TensorsAreV3PlusTheIndexerAndItRuns) {
+    test::ScratchDir scratch("synth-v32");
+    const auto dir = scratch / "model";
+    std::vector<std::string> args = {"synth", "--out", dir.string()};
+    args.insert(args.end(), kTinyFlags.begin(), kTinyFlags.end());
+    args[4] = "deepseek_v32";  // the value of --arch
+    const test::ExecResult synth = test::coli_exec(args, scratch.path());
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    const auto ckpt = Checkpoint::open(dir);
+
+    std::map<std::string, Expected> want = spec_tensors();
+    for (int l = 0; l < kLayers; ++l) {
+        const std::string ix = fmt::format("model.layers.{}.self_attn.indexer.", l);
+        want[ix + "wq_b.weight"] = {DType::f8_e4m3, {kIndexHeads * kIndexDim, kQLora}};
+        want[ix + "wq_b.weight_scale_inv"] = {DType::f32, {blocks(kIndexHeads * kIndexDim), blocks(kQLora)}};
+        want[ix + "wk.weight"] = {DType::f8_e4m3, {kIndexDim, D}};
+        want[ix + "wk.weight_scale_inv"] = {DType::f32, {blocks(kIndexDim), blocks(D)}};
+        want[ix + "k_norm.weight"] = {DType::f32, {kIndexDim}};
+        want[ix + "k_norm.bias"] = {DType::f32, {kIndexDim}};
+        want[ix + "weights_proj.weight"] = {DType::bf16, {kIndexHeads, D}};
+    }
+    std::set<std::string> got;
+    for (const TensorInfo& t : ckpt->tensors()) {
+        got.insert(t.name);
+        const auto it = want.find(t.name);
+        if (it == want.end()) {
+            ADD_FAILURE() << "unexpected tensor " << t.name;
+            continue;
+        }
+        EXPECT_EQ(t.dtype, it->second.dtype) << t.name;
+        EXPECT_EQ(t.shape, it->second.shape) << t.name;
+    }
+    for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
+
+    const nlohmann::json& c = ckpt->config();
+    EXPECT_EQ(c["model_type"], "deepseek_v32");
+    EXPECT_EQ(c["architectures"][0], "DeepseekV32ForCausalLM");
+    EXPECT_EQ(c["index_n_heads"], kIndexHeads);
+    EXPECT_EQ(c["index_head_dim"], kIndexDim);
+    EXPECT_EQ(c["index_topk"], kIndexTopK);
+    EXPECT_EQ(c["kv_lora_rank"], kKvLora);
+
+    const test::ExecResult run = test::coli_exec(
+        {"run", "-m", dir.string(), "--hot-set", "none", "--backend", "cpu", "--ids", "1,2,3", "--max-tokens",
+         "4", "--ignore-eos", "--temperature", "0", "--ctx", "64", "--print-ids"},
+        scratch.path());
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.err.find("DSA top-" + std::to_string(kIndexTopK)), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("dsa_select"), std::string::npos) << run.err;
 }
 
 }  // namespace
