@@ -49,8 +49,8 @@ void cmd_synth_add(CLI::App& app) {
     cmd->add_option("--experts", a->synth.experts, "Routed experts per layer (0 = the real model's)")
         ->capture_default_str();
     cmd->add_option("--dtype", a->dtype,
-                    "Stored dtype of the weights: bf16, f16 or f32 (those the real model stores as F32 or "
-                    "MXFP4 keep it)")
+                    "Stored dtype of the weights: bf16, f16 or f32 (those the real model stores as F32, FP8 "
+                    "or MXFP4 keep it)")
         ->capture_default_str();
     cmd->add_option("--seed", a->synth.seed, "Random seed (same seed, same bytes)")->capture_default_str();
     cmd->add_option("--shard-gb", a->synth.shard_gb, "Largest shard file, GB")->capture_default_str();
