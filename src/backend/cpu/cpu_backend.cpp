@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -25,8 +26,11 @@ std::string CpuBackend::description() const {
 
 Tensor CpuBackend::tensor_new(int64_t rows, int64_t cols) {
     check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
-    std::shared_ptr<float[]> storage(new float[static_cast<size_t>(rows * cols)]());
-    return Tensor(this, rows, cols, std::shared_ptr<void>(storage, storage.get()));
+    // calloc, not new float[](): a large block comes as fresh zero pages from the kernel, so it costs memory
+    // and time only where it is written (a KV cache sized for the whole context, at start).
+    void* p = std::calloc(std::max<size_t>(1, static_cast<size_t>(rows * cols)), sizeof(float));
+    check(p != nullptr, "tensor_new: cannot allocate [{}, {}] floats", rows, cols);
+    return Tensor(this, rows, cols, std::shared_ptr<void>(p, std::free));
 }
 
 void CpuBackend::tensor_write(Tensor& t, std::span<const float> src) {
