@@ -32,11 +32,15 @@ void header_print(Engine& engine) {
     placement_print(engine);
 }
 
-void speed_print(const GenerationStats& g) {
+void speed_print(Engine& engine, const GenerationStats& g) {
     fmt::print(stderr,
                "prompt: {} tokens in {:.3f} s ({:.2f} tok/s); decode: {} tokens in {:.3f} s ({:.2f} tok/s)\n",
                g.prompt_tokens, g.prompt_seconds, g.prompt_tokens / std::max(g.prompt_seconds, 1e-9),
                g.decode_tokens, g.decode_seconds, g.decode_tokens / std::max(g.decode_seconds, 1e-9));
+    // A prompt needs each routed expert at most once: more than the model's expert bytes means re-reads.
+    if (g.prompt_expert_bytes > 0)
+        fmt::print(stderr, "prompt: {} of experts read, of the model's {}\n", bytes_human(g.prompt_expert_bytes),
+                   bytes_human(engine.model().store().total_expert_bytes()));
 }
 
 // The tokens a run may generate after a prompt of prompt_tokens: what was asked, or fewer where the context
@@ -65,7 +69,7 @@ void run_ids(const RunArgs& a) {
     Sampler sampler(a.sampler);
     const std::vector<int32_t> stop = a.ignore_eos ? std::vector<int32_t>{} : eos_ids(engine.checkpoint());
     const std::vector<int32_t> out = session.generate(prompt, limit, sampler, stop);
-    speed_print(session.last_stats());
+    speed_print(engine, session.last_stats());
     stats_print(engine);
     context_note(a, engine, prompt.size(), out.size(), limit);
     if (a.print_ids) fmt::print("{}\n", fmt::join(out, ","));
@@ -90,7 +94,7 @@ void run_text(const RunArgs& a) {
                                                    });
     fmt::print("\n");
     std::fflush(stdout);  // the text ends before the statistics on stderr begin, also through a pipe
-    speed_print(conversation.session().last_stats());
+    speed_print(engine, conversation.session().last_stats());
     stats_print(engine);
     context_note(a, engine, ids.size(), static_cast<size_t>(r.completion_tokens), limit);
 }

@@ -27,9 +27,11 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
     std::vector<int32_t> out;
     if (max_tokens <= 0) return out;
     Timer timer;
+    const uint64_t bytes_before = model_.store().stats().bytes_read;
     std::vector<float> logits = forward(prompt, false);
     stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
     stats_.prompt_seconds = timer.seconds();
+    stats_.prompt_expert_bytes = model_.store().stats().bytes_read - bytes_before;
     timer.reset();
     for (;;) {
         const int32_t token = sampler.sample(logits);
