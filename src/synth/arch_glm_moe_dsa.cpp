@@ -5,12 +5,12 @@
 //   every projection of attention, dense MLP, routed and shared experts   F8_E4M3 + F32 `weight_scale_inv`
 //   the indexer's wq_b, wk and weights_proj, embedding, router, lm_head, norms            --dtype (BF16)
 //   the indexer's k_norm weight and bias, e_score_correction_bias                       F32
-// The FP8 release leaves the indexer out of its quantization; the k_norm dtype has not been read from the
-// released shards (the loader takes any float). config.json carries GLM's keys as transformers 5 writes
-// them (`rope_parameters` with a plain RoPE of theta 1e6, `indexer_rope_interleave`, `dtype`). --scale
-// divides the model width, the dense and expert widths, the heads (attention and indexer), the q and kv
-// ranks, the indexer's top-k and the vocabulary; per-head widths stay the real ones. --layers keeps the
-// first layers of the real schedule (three dense, then MoE). The MTP layer is declared
+// The indexer is left out of FP8 as converters to the release's format leave it; these dtypes have not
+// been read from the released shards (the loader takes any float). config.json carries GLM's keys as
+// transformers 5 writes them (`rope_parameters` with a plain RoPE of theta 1e6, `indexer_rope_interleave`,
+// `dtype`). --scale divides the model width, the dense and expert widths, the heads (attention and
+// indexer), the q and kv ranks, the indexer's top-k and the vocabulary; per-head widths stay the real ones.
+// --layers keeps the first layers of the real schedule (three dense, then MoE). The MTP layer is declared
 // (num_nextn_predict_layers) but not written, as for DeepSeek-V3 (2.5).
 #include <algorithm>
 #include <cstdint>

@@ -77,7 +77,7 @@ std::pair<std::string, std::set<OpKey>> forward_ops(const Recorded& r, int exper
     return {engine.model().summary().family, ops};
 }
 
-TEST(OpLists, DeclareWhatTheForwardCalls) {
+TEST(OpLists, RecordWhatTheForwardCalls) {
     std::vector<Recorded> runs;
     for (const char* fixture : test::kOracleFixtures) runs.push_back(from_fixture(fixture));
     runs.push_back(from_fixture("models/demo"));  // the bundled demo model (olmoe, bf16)
