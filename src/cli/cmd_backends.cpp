@@ -1,6 +1,6 @@
 // `coli backends`: the model family x backend matrix, computed from the code. Each family's forward is
 // recorded at its real size (family_op_calls: every op call, at decode n = 1 and prefill n = 512, for
-// every weight format the family meets; a family that cannot be recorded yet gives its declared op list);
+// every weight format the family meets);
 // each compiled backend answers, from its kernels alone, which of those calls it runs natively and which
 // fall back to the CPU. --markdown writes the same as docs/backends.md.
 #include <fmt/format.h>
@@ -190,20 +190,17 @@ void backends(const BackendsArgs& a) {
         "recorded\n"
         "at the family's real size, every op call with its parameters, at decode (n = 1) and prefill (n = "
         "512),\n"
-        "for every weight format the family meets (a family that cannot be recorded yet gives its declared "
-        "op\n"
-        "list); each backend answers from its kernels which of them it runs natively. A combination of an "
-        "op, "
-        "a\n"
-        "format and a forward is native when the backend takes every call of it. Anything else runs on the "
-        "CPU\n"
-        "backend and is counted as a fallback (`coli run` prints the counts). Residency (`--vram-gb`) and "
-        "the\n"
-        "device's limits can add fallbacks at run time; `coli run` and `coli test-ops` show those. A host "
-        "step\n"
-        "is run by the backend with a read-back and work on the host (a router that routes on the host from "
-        "the\n"
-        "logits); `coli run` counts those apart.\n\n";
+        "for every weight format the family meets; each backend answers from its kernels which of them it "
+        "runs\n"
+        "natively. A combination of an op, a format and a forward is native when the backend takes every "
+        "call of\n"
+        "it. Anything else runs on the CPU backend and is counted as a fallback (`coli run` prints the "
+        "counts).\n"
+        "Residency (`--vram-gb`) and the device's limits can add fallbacks at run time; `coli run` and "
+        "`coli\n"
+        "test-ops` show those. A host step is run by the backend with a read-back and work on the host (a "
+        "router\n"
+        "that routes on the host from the logits); `coli run` counts those apart.\n\n";
     md += "| family |";
     for (const auto& b : all) md += fmt::format(" {} |", b.name);
     md += "\n|---|";

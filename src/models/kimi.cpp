@@ -321,50 +321,6 @@ private:
 // The ops Kimi::forward calls for Kimi Linear 48B (kimi_k3 is recorded at its real size by `coli backends`,
 // runtime/op_record.cpp; Kimi Linear has no `coli synth` architecture to record it from yet). Keep in sync
 // with forward(); tests/models/op_list_test.cpp checks it against the forward on fixtures.
-std::vector<OpUse> kimi_linear_ops() {
-    constexpr int64_t kDModel = 2304;   // hidden_size
-    constexpr int64_t kVocab = 163840;  // vocab_size
-    constexpr int64_t kExperts = 256;   // num_experts
-    constexpr int64_t kTopK = 8;        // num_experts_per_token
-    constexpr int64_t kDExpert = 1024;  // moe_intermediate_size
-    constexpr int64_t kHeads = 32;      // num_attention_heads (MLA)
-    constexpr int64_t kKdaHeads = 32;   // linear_attn_config.num_heads
-    constexpr int64_t kKdaDim = 128;    // linear_attn_config.head_dim
-    constexpr int64_t kConv = 4;        // linear_attn_config.short_conv_kernel_size
-    constexpr int64_t kKvLora = 512;    // kv_lora_rank
-    constexpr int64_t kRope = 64;       // qk_rope_head_dim
-    constexpr int64_t kNope = 128;      // qk_nope_head_dim
-    constexpr int64_t kCtx = 1048576;   // max_position_embeddings
-    const std::vector<Format> stored = {Format::f32, Format::bf16, Format::f16};
-    std::vector<Format> dense = stored;
-    dense.insert(dense.end(), {Format::int8_row, Format::int4_g64});  // --dense-bits 8 | 4
-    const std::vector<Format> f32 = {Format::f32};
-    const int64_t width = kKdaHeads * kKdaDim;  // KDA's projections
-    return {
-        {{.op = OpKind::embedding, .rows = kVocab, .cols = kDModel}, stored, "token embedding"},
-        {{.op = OpKind::rms_norm, .width = kDModel}, f32, "layer, q_a, kv_a and KDA output norms"},
-        {{.op = OpKind::matmul, .rows = kDModel, .cols = width},
-         dense,
-         "projections, gates, router, lm_head"},
-        {{.op = OpKind::short_conv, .width = width, .taps = kConv}, f32, "KDA short convolutions"},
-        {{.op = OpKind::kda, .heads = kKdaHeads, .head_dim = kKdaDim}, f32, "KDA gated delta rule"},
-        {{.op = OpKind::mul_sigmoid, .width = width}, f32, "KDA output gates"},
-        {{.op = OpKind::slice_cols, .width = kKvLora + kRope}, f32, "latent and shared key from kv_a"},
-        {{.op = OpKind::mla_attention,
-          .heads = kHeads,
-          .head_dim = kNope + kRope,
-          .latent = kKvLora,
-          .context = kCtx},
-         dense,
-         "absorbed NoPE MLA, latent cache"},
-        {{.op = OpKind::add, .width = kDModel}, f32, "residuals"},
-        {{.op = OpKind::route_sigmoid_topk, .experts = kExperts, .top_k = kTopK}, f32, "sigmoid router"},
-        {{.op = OpKind::moe_experts, .rows = kDExpert, .cols = kDModel, .glu = GluKind::silu},
-         dense,
-         "routed, shared and dense experts"},
-    };
-}
-
 std::unique_ptr<Model> kimi_load(const Checkpoint& ckpt, Ops& ops, const LoadOptions& opts) {
     return std::make_unique<Kimi>(ckpt, ops, opts);
 }

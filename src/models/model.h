@@ -64,18 +64,4 @@ std::unique_ptr<Model> model_load(const Checkpoint& ckpt, Ops& ops, const LoadOp
 // The model_type values this build supports.
 std::vector<std::string> model_families();
 
-// One kind of op call a family's forward makes: the op with its parameters at the family's reference size,
-// the weight formats it can meet, and where. `coli backends` records the op calls of a family with a
-// `coli synth` architecture from its forward at its real size (runtime/op_record.h); a family without one
-// declares these beside its forward, and `coli backends` asks every backend about them instead.
-struct OpUse {
-    OpDesc desc;                  // the op and its parameters; format and n are set by the asker
-    std::vector<Format> formats;  // weight formats it can meet (stored dtypes, --dense-bits); {f32} if none
-    std::string what;             // where in the forward ("q/k/v/o projections")
-};
-
-// The ops the named family declares; throws coli::Error for a family that declares none (an unknown one,
-// or one that is recorded instead).
-std::vector<OpUse> model_family_ops(const std::string& family);
-
 }  // namespace coli

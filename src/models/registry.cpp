@@ -23,23 +23,7 @@ const std::map<std::string, Loader>& loaders() {
     return m;
 }
 
-using OpsOf = std::vector<OpUse> (*)();
-
-const std::map<std::string, OpsOf>& op_declarations() {
-    static const std::map<std::string, OpsOf> m = {
-        {"glm_moe_dsa", glm_moe_dsa_ops},
-        {"kimi_linear", kimi_linear_ops},
-    };
-    return m;
-}
-
 }  // namespace
-
-std::vector<OpUse> model_family_ops(const std::string& family) {
-    auto it = op_declarations().find(family);
-    check(it != op_declarations().end(), "model family '{}' declares no ops", family);
-    return it->second();
-}
 
 std::vector<std::string> model_families() {
     std::vector<std::string> names;

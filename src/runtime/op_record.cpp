@@ -69,6 +69,20 @@ const std::map<std::string, Reference>& references() {
           1,
           {},
           {{"/first_k_dense_replace", 1}}}},
+        // V3.2's layout at GLM-5's sizes.
+        {"glm_moe_dsa",
+         {"glm_moe_dsa",
+          3,
+          "dense MLP in 0, MoE in 1-2 (the second for the next layer's prefetch): first_k_dense_replace 1; "
+          "an indexer in each",
+          1,
+          {},
+          {{"/first_k_dense_replace", 1}}}},
+        // The real 3:1 pattern's first four layers.
+        {"kimi_linear",
+         {"kimi_linear", 4,
+          "KDA in 0-2, MLA in 3; dense MLP in 0, MoE in 1-3 (each of 1-2 routes the next layer's prefetch)",
+          1}},
         {"deepseek_v4",
          // The compressors pool windows of 4 (CSA) and 128 (HCA) positions: after a prefill of 512, the
          // decode at position 639 closes one of each.
@@ -237,7 +251,6 @@ FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
     std::string options;
     for (const auto& [key, value] : ref.options) options += fmt::format(", {} = {}", key, value.dump());
     return {
-        .recorded = true,
         .source = fmt::format(
             "recorded: the forward at its real size (coli synth --arch {}), {} layers ({}); f32, bf16 and "
             "f16 weights{}, --dense-bits 8 and 4{}",
@@ -246,29 +259,11 @@ FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
         .calls = calls.take()};
 }
 
-// A declared list as calls: each use in each of its formats, at decode and at prefill.
-FamilyOpCalls declared(const std::string& family) {
-    FamilyOpCalls f{.recorded = false,
-                    .source =
-                        "declared: its op list (model_family_ops), checked against its forward on "
-                        "fixtures (no coli synth architecture to record it at its real size yet)",
-                    .calls = {}};
-    for (const OpUse& u : model_family_ops(family))
-        for (Format format : u.formats)
-            for (int64_t n : {kRecordDecode, kRecordPrefill}) {
-                OpDesc d = u.desc;
-                d.format = format;
-                d.n = n;
-                f.calls.push_back({n, d});
-            }
-    return f;
-}
-
 }  // namespace
 
 FamilyOpCalls family_op_calls(const std::string& family) {
     const auto it = references().find(family);
-    if (it == references().end()) return declared(family);
+    check(it != references().end(), "model family '{}' has no reference to record its forward at", family);
     return recorded(family, it->second);
 }
 

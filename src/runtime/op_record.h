@@ -1,10 +1,10 @@
 // The op calls a model family's forward makes at the family's real size, as `coli backends` asks every
 // backend about them (docs/design.md rule 1: the family x backend matrix is computed, never written).
-// A family with a `coli synth` architecture is recorded: its forward runs on a checkpoint of shapes only
-// (the architecture's config and tensor list at the real widths; Checkpoint::shapes) over a backend that
-// computes nothing (RecordBackend), a prefill of kRecordPrefill tokens and decodes of one token, once per
-// weight format the family meets. A family without one is described by the op list it declares
-// (model_family_ops), which tests/models/op_list_test.cpp checks against its forward on fixtures.
+// Every family is recorded through its `coli synth` architecture: its forward runs on a checkpoint of shapes
+// only (the architecture's config and tensor list at the real widths; Checkpoint::shapes) over a backend
+// that computes nothing (RecordBackend), a prefill of kRecordPrefill tokens and decodes of one token, once
+// per weight format the family meets. tests/models/op_list_test.cpp checks the calls against the family's
+// forward on fixtures.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,6 @@ struct OpCall {
 
 // What `coli backends` asks the backends about for one family.
 struct FamilyOpCalls {
-    bool recorded = false;      // from a recorded forward (else from the declared list)
     std::string source;         // one line: how they were found ("recorded: olmoe at its real size ...")
     std::vector<OpCall> calls;  // distinct calls, in the order the forward first made them
 };

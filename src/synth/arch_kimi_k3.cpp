@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "formats/format.h"
-#include "synth/synth_arch.h"
+#include "synth/arch_parts.h"
 
 namespace coli {
 namespace {
@@ -52,24 +52,9 @@ constexpr int64_t kBosFromEnd = 256, kEosFromEnd = 254, kPadFromEnd = 1;
 // A_log is stored F32 with room for this many heads, zero past num_heads (docs/models.md 7: [128] for
 // 96 heads).
 constexpr int64_t kALogStride = 128;
-constexpr int kFullAttnPeriod = 4;  // 0-indexed layer L is MLA when L % 4 == 3, and the last layer is
 
-// Standard deviations (see the comment at the top of the file and arch_olmoe.cpp).
-constexpr float kEmbedStd = 1.0f;
-constexpr float kProjGain = 1.0f;
-constexpr float kResidualGain = 0.1f;
-constexpr float kRouterLogitStd = 3.0f;
-constexpr float kNormJitterStd = 0.05f;
-constexpr ValueDist kNormDist{1.0f, kNormJitterStd};
-constexpr ValueDist kALogDist{1.4f, 0.8f};    // A = exp(A_log) within ~[1, 16], as Kimi initializes it
-constexpr ValueDist kDtBiasDist{0.0f, 0.1f};  // small next to the gate projection's output
-constexpr ValueDist kCorrectionBiasDist{0.0f, 0.01f};  // small next to the sigmoid scores
 constexpr int kE8m0Bias = 127;
 constexpr int kScaleJitter = 1;  // e8m0 scales vary by +-1 around the exponent that gives the target rms
-
-bool is_full_attention(int layer, int n_layers) {
-    return layer % kFullAttnPeriod == kFullAttnPeriod - 1 || layer == n_layers - 1;
-}
 
 nlohmann::json kimi_k3_config(const SynthOptions& o) {
     check(o.scale >= 1, "--scale must be >= 1, got {}", o.scale);
@@ -84,9 +69,12 @@ nlohmann::json kimi_k3_config(const SynthOptions& o) {
     const int64_t vocab = synth_scaled(kVocab, o.scale, "vocab_size");
     const int64_t heads = synth_scaled(kHeads, o.scale, "num_attention_heads");
 
-    nlohmann::json kda_layers = nlohmann::json::array(), full_layers = nlohmann::json::array();
-    for (int l = 0; l < layers; ++l)
-        (is_full_attention(l, layers) ? full_layers : kda_layers).push_back(l + 1);
+    nlohmann::json lin = {{"num_heads", heads},
+                          {"head_dim", kKdaHeadDim},
+                          {"short_conv_kernel_size", kShortConvKernel},
+                          {"gate_lower_bound", kGateLowerBound},
+                          {"use_full_rank_gate", true}};
+    synth_kimi_layer_lists(lin, layers);
     const nlohmann::json text = {
         {"model_type", "kimi_linear"},
         {"hidden_size", synth_scaled(kHidden, o.scale, "hidden_size")},
@@ -101,14 +89,7 @@ nlohmann::json kimi_k3_config(const SynthOptions& o) {
         {"v_head_dim", kVHeadDim},
         {"mla_use_nope", true},
         {"mla_use_output_gate", true},
-        {"linear_attn_config",
-         {{"num_heads", heads},
-          {"head_dim", kKdaHeadDim},
-          {"short_conv_kernel_size", kShortConvKernel},
-          {"gate_lower_bound", kGateLowerBound},
-          {"use_full_rank_gate", true},
-          {"kda_layers", kda_layers},
-          {"full_attn_layers", full_layers}}},
+        {"linear_attn_config", lin},
         {"num_experts", experts},
         {"num_experts_per_token", std::min(kTopK, experts)},
         {"moe_intermediate_size", moe_ff},
@@ -160,147 +141,83 @@ float e2m1_uniform_rms() {
     return std::sqrt(sum / kCodes);
 }
 
-// Appends tensors named under one prefix (a layer's, or the model's) to the checkpoint's list.
-class LayerTensors {
-public:
-    LayerTensors(std::vector<SynthTensor>& out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
-
-    void matrix(const std::string& name, int64_t rows, int64_t cols, float gain) {
-        out_.push_back({prefix_ + name, {rows, cols}, synth_matrix_dist(gain, cols)});
-    }
-    void norm(const std::string& name, int64_t n, std::optional<DType> dtype = std::nullopt) {
-        out_.push_back({prefix_ + name, {n}, kNormDist, dtype});
-    }
-    void add(SynthTensor t) {
-        t.name = prefix_ + t.name;
-        out_.push_back(std::move(t));
-    }
-    // An MXFP4 matrix [rows, cols] as `<expert><proj>.weight_packed` + `.weight_scale`, placed within its
-    // shard as `<disk_key><proj>...` sorts (disk_key: its expert's place on disk).
-    void mxfp4(const std::string& expert, const std::string& disk_key, const char* proj, int64_t rows,
-               int64_t cols, bool expert_start) {
-        // The exponent that makes rms(code) x 2^e = 1 / sqrt(cols), as synth_matrix_dist gives bf16 weights.
-        const float target = synth_matrix_dist(kProjGain, cols).std;
-        const int e = kE8m0Bias + int(std::lround(std::log2(target / e2m1_uniform_rms())));
-        const std::string packed = std::string(proj) + ".weight_packed",
-                          scale = std::string(proj) + ".weight_scale";
-        SynthTensor codes{
-            prefix_ + expert + packed, {rows, cols / 2}, uniform_codes(0, UINT8_MAX), DType::u8};
-        codes.file_key = disk_key + packed;
-        codes.with_previous = !expert_start;  // an expert's tensors share a shard
-        SynthTensor scales{prefix_ + expert + scale,
-                           {rows, cols / kMxBlock},
-                           uniform_codes(e - kScaleJitter, e + kScaleJitter),
-                           DType::u8};
-        scales.file_key = disk_key + scale;
-        scales.with_previous = true;
-        out_.push_back(std::move(codes));
-        out_.push_back(std::move(scales));
-    }
-    const std::string& prefix() const { return prefix_; }
-
-private:
-    std::vector<SynthTensor>& out_;
-    std::string prefix_;
-};
-
-// Kimi Delta Attention (docs/models.md 5.1, 7): P = heads x head_dim.
-void kda_tensors(LayerTensors& t, int64_t d, int64_t heads, int64_t head_dim, int64_t kernel) {
-    const int64_t p = heads * head_dim;
-    for (const char* x : {"q", "k", "v"}) {
-        t.matrix(fmt::format("self_attn.{}_proj.weight", x), p, d, kProjGain);
-        t.add({fmt::format("self_attn.{}_conv1d.weight", x),
-               {p, 1, kernel},
-               synth_matrix_dist(kProjGain, kernel),
-               DType::f32});
-    }
-    t.matrix("self_attn.f_a_proj.weight", head_dim, d, kProjGain);
-    t.matrix("self_attn.f_b_proj.weight", p, head_dim, kProjGain);
-    t.add({"self_attn.dt_bias", {p}, kDtBiasDist, DType::f32});
-    const int64_t a_log = (heads + kALogStride - 1) / kALogStride * kALogStride;
-    t.add({"self_attn.A_log", {a_log}, kALogDist, DType::f32, heads});
-    t.matrix("self_attn.b_proj.weight", heads, d, kProjGain);
-    t.matrix("self_attn.g_proj.weight", p, d, kProjGain);
-    t.norm("self_attn.o_norm.weight", head_dim, DType::f32);
-    t.matrix("self_attn.o_proj.weight", d, p, kResidualGain);
-}
-
-// Gated MLA, NoPE (docs/models.md 5.2, 7.1).
-void mla_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d) {
-    const int64_t heads = c["num_attention_heads"], q_lora = c["q_lora_rank"], kv_lora = c["kv_lora_rank"];
-    const int64_t nope = c["qk_nope_head_dim"], rope = c["qk_rope_head_dim"], v = c["v_head_dim"];
-    t.matrix("self_attn.q_a_proj.weight", q_lora, d, kProjGain);
-    t.norm("self_attn.q_a_layernorm.weight", q_lora);
-    t.matrix("self_attn.q_b_proj.weight", heads * (nope + rope), q_lora, kProjGain);
-    t.matrix("self_attn.kv_a_proj_with_mqa.weight", kv_lora + rope, d, kProjGain);
-    t.norm("self_attn.kv_a_layernorm.weight", kv_lora);
-    t.matrix("self_attn.kv_b_proj.weight", heads * (nope + v), kv_lora, kProjGain);
-    t.matrix("self_attn.o_proj.weight", d, heads * v, kResidualGain);
-    t.matrix("self_attn.g_proj.weight", heads * v, d, kProjGain);
-}
-
-// A SwiGLU-shaped MLP (SiTU in K3) of width ff under `where`.
-void mlp_tensors(LayerTensors& t, const std::string& where, int64_t d, int64_t ff) {
-    t.matrix(where + "gate_proj.weight", ff, d, kProjGain);
-    t.matrix(where + "up_proj.weight", ff, d, kProjGain);
-    t.matrix(where + "down_proj.weight", d, ff, kResidualGain);
+// An MXFP4 matrix [rows, cols] as `<expert><proj>.weight_packed` + `.weight_scale`, placed within its
+// shard as `<disk_key><proj>...` sorts (disk_key: its expert's place on disk).
+void mxfp4(SynthTensorList& t, const std::string& expert, const std::string& disk_key, const char* proj,
+           int64_t rows, int64_t cols, bool expert_start) {
+    // The exponent that makes rms(code) x 2^e = 1 / sqrt(cols), as synth_matrix_dist gives bf16 weights.
+    const float target = synth_matrix_dist(kSynthProjGain, cols).std;
+    const int e = kE8m0Bias + int(std::lround(std::log2(target / e2m1_uniform_rms())));
+    const std::string packed = std::string(proj) + ".weight_packed",
+                      scale = std::string(proj) + ".weight_scale";
+    SynthTensor codes{expert + packed, {rows, cols / 2}, uniform_codes(0, UINT8_MAX), DType::u8};
+    codes.file_key = disk_key + packed;
+    codes.with_previous = !expert_start;  // an expert's tensors share a shard
+    SynthTensor scales{expert + scale,
+                       {rows, cols / kMxBlock},
+                       uniform_codes(e - kScaleJitter, e + kScaleJitter),
+                       DType::u8};
+    scales.file_key = disk_key + scale;
+    scales.with_previous = true;
+    t.add(std::move(codes));
+    t.add(std::move(scales));
 }
 
 // LatentMoE (docs/models.md 7.1): router, latent down/up projections and norm, routed MXFP4 experts in the
 // latent width, shared experts at full width. The experts are listed in id order (which decides the shards)
 // but sorted within their shard by a per-layer permutation.
-void moe_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d) {
+void moe_tensors(SynthTensorList& t, const nlohmann::json& c, int64_t d) {
     const int experts = c["num_experts"];
     const int64_t ff = c["moe_intermediate_size"], latent = c["routed_expert_hidden_size"];
     const std::string moe = "block_sparse_moe.";
-    t.matrix(moe + "gate.weight", experts, d, kRouterLogitStd);
-    t.add({moe + "gate.e_score_correction_bias", {experts}, kCorrectionBiasDist, DType::f32});
-    t.matrix(moe + "routed_expert_down_proj.weight", latent, d, kProjGain);
-    t.matrix(moe + "routed_expert_up_proj.weight", d, latent, kResidualGain);
-    t.norm(moe + "routed_expert_norm.weight", latent);
+    t.matrix(moe + "gate", experts, d, kSynthRouterLogitStd);
+    t.add({moe + "gate.e_score_correction_bias", {experts}, kSynthRouterBiasDist, DType::f32});
+    t.matrix(moe + "routed_expert_down_proj", latent, d, kSynthProjGain);
+    t.matrix(moe + "routed_expert_up_proj", d, latent, kSynthResidualGain);
+    t.norm(moe + "routed_expert_norm", latent);
     const std::vector<int> disk_slot = random_permutation(experts, tensor_seed(0, t.prefix()));
     for (int e = 0; e < experts; ++e) {
         const std::string expert = fmt::format("{}experts.{}.", moe, e);
         const std::string disk_key = fmt::format("{}{}experts.{:06d}.", t.prefix(), moe, disk_slot[e]);
-        t.mxfp4(expert, disk_key, "w1", ff, latent, true);
-        t.mxfp4(expert, disk_key, "w3", ff, latent, false);
-        t.mxfp4(expert, disk_key, "w2", latent, ff, false);
+        mxfp4(t, expert, disk_key, "w1", ff, latent, true);
+        mxfp4(t, expert, disk_key, "w3", ff, latent, false);
+        mxfp4(t, expert, disk_key, "w2", latent, ff, false);
     }
-    mlp_tensors(t, moe + "shared_experts.", d, ff * int64_t(c["num_shared_experts"]));
+    t.swiglu(moe + "shared_experts.", d, ff * int64_t(c["num_shared_experts"]));
 }
 
 std::vector<SynthTensor> kimi_k3_tensors(const nlohmann::json& config) {
     const nlohmann::json& c = config["text_config"];
-    const nlohmann::json& kda = c["linear_attn_config"];
+    const nlohmann::json& lin = c["linear_attn_config"];
     const int64_t d = c["hidden_size"], vocab = c["vocab_size"];
     const int layers = c["num_hidden_layers"], first_dense = c["first_k_dense_replace"];
+    const int64_t heads = lin["num_heads"];
     const std::string root = "language_model.model.";
 
     std::vector<SynthTensor> t;
-    LayerTensors top(t, root);
-    top.add({"embed_tokens.weight", {vocab, d}, {0.0f, kEmbedStd}});
-    const std::vector<int> full_attn = kda["full_attn_layers"];  // 1-indexed
+    SynthTensorList top(t, root);
+    top.add({"embed_tokens.weight", {vocab, d}, {0.0f, kSynthEmbedStd}});
     for (int l = 0; l < layers; ++l) {
-        LayerTensors layer(t, fmt::format("{}layers.{}.", root, l));
-        if (std::find(full_attn.begin(), full_attn.end(), l + 1) != full_attn.end())
-            mla_tensors(layer, c, d);
+        SynthTensorList layer(t, fmt::format("{}layers.{}.", root, l));
+        if (synth_kimi_is_mla(lin, l))
+            synth_mla_tensors(layer, c, d);
         else
-            kda_tensors(layer, d, kda["num_heads"], kda["head_dim"], kda["short_conv_kernel_size"]);
+            synth_kda_tensors(layer, lin, d, {(heads + kALogStride - 1) / kALogStride * kALogStride});
         if (l < first_dense)
-            mlp_tensors(layer, "mlp.", d, c["intermediate_size"]);
+            layer.swiglu("mlp.", d, c["intermediate_size"]);
         else
             moe_tensors(layer, c, d);
-        layer.norm("input_layernorm.weight", d);
-        layer.norm("post_attention_layernorm.weight", d);
+        layer.norm("input_layernorm", d);
+        layer.norm("post_attention_layernorm", d);
         for (const char* res : {"self_attention_res", "mlp_res"}) {
-            layer.norm(fmt::format("{}_norm.weight", res), d);
-            layer.matrix(fmt::format("{}_proj.weight", res), 1, d, kProjGain);
+            layer.norm(fmt::format("{}_norm", res), d);
+            layer.matrix(fmt::format("{}_proj", res), 1, d, kSynthProjGain);
         }
     }
-    top.norm("norm.weight", d);
-    top.norm("output_attn_res_norm.weight", d);
-    top.matrix("output_attn_res_proj.weight", 1, d, kProjGain);
-    t.push_back({"language_model.lm_head.weight", {vocab, d}, synth_matrix_dist(kProjGain, d)});
+    top.norm("norm", d);
+    top.norm("output_attn_res_norm", d);
+    top.matrix("output_attn_res_proj", 1, d, kSynthProjGain);
+    SynthTensorList(t, "language_model.").matrix("lm_head", vocab, d, kSynthProjGain);
     return t;
 }
 

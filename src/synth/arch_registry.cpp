@@ -13,10 +13,12 @@ extern const SynthArch kSynthKimiK3;       // arch_kimi_k3.cpp
 extern const SynthArch kSynthDeepseekV4;   // arch_deepseek_v4.cpp
 extern const SynthArch kSynthDeepseekV3;   // arch_deepseek_v3.cpp
 extern const SynthArch kSynthDeepseekV32;  // arch_deepseek_v3.cpp
+extern const SynthArch kSynthGlmMoeDsa;    // arch_glm_moe_dsa.cpp
+extern const SynthArch kSynthKimiLinear;   // arch_kimi_linear.cpp
 
 namespace {
-const SynthArch* const kArchs[] = {&kSynthOlmoe, &kSynthKimiK3, &kSynthDeepseekV4, &kSynthDeepseekV3,
-                                   &kSynthDeepseekV32};
+const SynthArch* const kArchs[] = {&kSynthOlmoe,       &kSynthKimiK3,    &kSynthDeepseekV4, &kSynthDeepseekV3,
+                                   &kSynthDeepseekV32, &kSynthGlmMoeDsa, &kSynthKimiLinear};
 }  // namespace
 
 const SynthArch& synth_arch_find(std::string_view name) {

@@ -1,10 +1,9 @@
 // Each family's reference op calls (family_op_calls: what `coli backends` asks every backend about; the
-// forward recorded at the family's real size on a checkpoint of shapes only, or the declared list of a
-// family that is not recorded yet) against the ops its forward calls on real checkpoints. Every fixture runs
-// a prefill of several tokens and a decode of one on the CPU with every op call recorded (Ops::record_to),
-// with an unlimited expert cache and with one slot per layer (where the next layer's experts are
-// prefetched). A call the reference does not have fails, and so does a reference op that no fixture of the
-// family calls. moe_experts is told apart by its activation.
+// forward recorded at the family's real size on a checkpoint of shapes only) against the ops its forward
+// calls on real checkpoints. Every fixture runs a prefill of several tokens and a decode of one on the CPU
+// with every op call recorded (Ops::record_to), with an unlimited expert cache and with one slot per layer
+// (where the next layer's experts are prefetched). A call the reference does not have fails, and so does a
+// reference op that no fixture of the family calls. moe_experts is told apart by its activation.
 // deepseek_v4 has no oracle fixture until tools/make_deepseek_v4_oracles.py runs on the GPU machine; until
 // then its forward is recorded on the checkpoint `coli synth --arch deepseek_v4` writes at test time
 // (deepseek_v4_synth.h), with a prefill that closes CSA and HCA windows. Every other family needs a fixture.
@@ -78,7 +77,7 @@ std::pair<std::string, std::set<OpKey>> forward_ops(const Recorded& r, int exper
     return {engine.model().summary().family, ops};
 }
 
-TEST(OpLists, DeclareWhatTheForwardCalls) {
+TEST(OpLists, RecordWhatTheForwardCalls) {
     std::vector<Recorded> runs;
     for (const char* fixture : test::kOracleFixtures) runs.push_back(from_fixture(fixture));
     runs.push_back(from_fixture("models/demo"));  // the bundled demo model (olmoe, bf16)
@@ -90,7 +89,7 @@ TEST(OpLists, DeclareWhatTheForwardCalls) {
         runs.push_back({"synthesized deepseek_v4", m.dir, m.input_ids, test::kV4SynthHca + 1});
     }
     std::map<std::string, std::set<OpKey>> reference;  // family -> the ops `coli backends` asks about
-    std::map<std::string, std::string> source;         // family -> how they were found
+    std::map<std::string, std::string> source;         // family -> how they were recorded
     for (const std::string& family : model_families()) {
         const FamilyOpCalls f = family_op_calls(family);
         ASSERT_FALSE(f.calls.empty()) << family;

@@ -1,0 +1,220 @@
+// `coli synth --arch glm_moe_dsa`: the checkpoint has the layout of docs/models.md 2 plus the indexer of 3
+// (GLM-5 runs that code, 4) as the FP8 release stores it (9.4: every projection of attention and MLPs
+// F8_E4M3 with an F32 `<name>_scale_inv` per 128 x 128 block; embedding, router, lm_head, norms and the
+// indexer's matrices BF16; the router's selection bias and the indexer's LayerNorm F32), config.json has
+// GLM-5's values (docs/models.md 4), and `coli run` runs it on the CPU with routing spread over the experts.
+// The expected names, shapes and dtypes are written out here from those sections, with GLM-5's dimensions
+// divided by the --scale.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cli/coli_exec.h"
+#include "common/process.h"
+#include "io/checkpoint.h"
+#include "synth/synth_arch.h"
+
+namespace coli {
+namespace {
+
+// GLM-5's widths (docs/models.md 4) divided by kScale; the per-head widths are not widths of the model: kept.
+constexpr int kScale = 16;
+constexpr int64_t D = 6144 / kScale, kVocab = 154880 / kScale, H = 64 / kScale;
+constexpr int64_t kQLora = 2048 / kScale, kKvLora = 512 / kScale;
+constexpr int64_t kNope = 192, kRope = 64, kV = 256;
+constexpr int64_t kDenseFfn = 12288 / kScale, kExpertFfn = 2048 / kScale;
+constexpr int64_t kIndexHeads = 32 / kScale, kIndexDim = 128, kIndexTopK = 2048 / kScale;
+constexpr int kLayers = 4, kDenseLayers = 3;  // the real first_k_dense_replace
+constexpr int kExperts = 16;
+constexpr int64_t kBlock = 128;  // FP8 block scales: one per 128 x 128
+
+struct Expected {
+    DType dtype;
+    std::vector<int64_t> shape;
+};
+
+int64_t blocks(int64_t n) {
+    return (n + kBlock - 1) / kBlock;
+}
+
+// docs/models.md 2 and 3's tensor list for kLayers layers, stored as 9.4's FP8 release.
+std::map<std::string, Expected> spec_tensors() {
+    const DType bf = DType::bf16, f32 = DType::f32, fp8 = DType::f8_e4m3;
+    std::map<std::string, Expected> t;
+    const auto proj = [&](const std::string& name, int64_t out, int64_t in) {
+        t[name + ".weight"] = {fp8, {out, in}};
+        t[name + ".weight_scale_inv"] = {f32, {blocks(out), blocks(in)}};
+    };
+    const auto swiglu = [&](const std::string& p, int64_t ff) {
+        proj(p + "gate_proj", ff, D);
+        proj(p + "up_proj", ff, D);
+        proj(p + "down_proj", D, ff);
+    };
+    t["model.embed_tokens.weight"] = {bf, {kVocab, D}};
+    t["model.norm.weight"] = {bf, {D}};
+    t["lm_head.weight"] = {bf, {kVocab, D}};
+    for (int l = 0; l < kLayers; ++l) {
+        const std::string p = fmt::format("model.layers.{}.", l);
+        t[p + "input_layernorm.weight"] = {bf, {D}};
+        t[p + "post_attention_layernorm.weight"] = {bf, {D}};
+        proj(p + "self_attn.q_a_proj", kQLora, D);
+        t[p + "self_attn.q_a_layernorm.weight"] = {bf, {kQLora}};
+        proj(p + "self_attn.q_b_proj", H * (kNope + kRope), kQLora);
+        proj(p + "self_attn.kv_a_proj_with_mqa", kKvLora + kRope, D);
+        t[p + "self_attn.kv_a_layernorm.weight"] = {bf, {kKvLora}};
+        proj(p + "self_attn.kv_b_proj", H * (kNope + kV), kKvLora);
+        proj(p + "self_attn.o_proj", D, H * kV);
+        const std::string ix = p + "self_attn.indexer.";
+        t[ix + "wq_b.weight"] = {bf, {kIndexHeads * kIndexDim, kQLora}};
+        t[ix + "wk.weight"] = {bf, {kIndexDim, D}};
+        t[ix + "k_norm.weight"] = {f32, {kIndexDim}};
+        t[ix + "k_norm.bias"] = {f32, {kIndexDim}};
+        t[ix + "weights_proj.weight"] = {bf, {kIndexHeads, D}};
+        if (l < kDenseLayers) {
+            swiglu(p + "mlp.", kDenseFfn);
+            continue;
+        }
+        t[p + "mlp.gate.weight"] = {bf, {kExperts, D}};
+        t[p + "mlp.gate.e_score_correction_bias"] = {f32, {kExperts}};
+        for (int e = 0; e < kExperts; ++e) swiglu(fmt::format("{}mlp.experts.{}.", p, e), kExpertFfn);
+        swiglu(p + "mlp.shared_experts.", kExpertFfn);  // one shared expert
+    }
+    return t;
+}
+
+class SynthGlmMoeDsa : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        scratch_ = new test::ScratchDir("synth-glm");
+        const test::ExecResult r =
+            test::coli_exec({"synth", "--out", (*scratch_ / "model").string(), "--arch", "glm_moe_dsa",
+                             "--scale", std::to_string(kScale), "--layers", std::to_string(kLayers),
+                             "--experts", std::to_string(kExperts)},
+                            scratch_->path());
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        ckpt_ = Checkpoint::open(*scratch_ / "model").release();
+    }
+    static void TearDownTestSuite() {
+        delete ckpt_;
+        delete scratch_;
+    }
+    void SetUp() override { ASSERT_NE(ckpt_, nullptr) << "coli synth failed"; }
+
+    static inline test::ScratchDir* scratch_ = nullptr;
+    static inline Checkpoint* ckpt_ = nullptr;
+};
+
+TEST_F(SynthGlmMoeDsa, TensorsAreSpecSectionsTwoAndThreeInFp8) {
+    const std::map<std::string, Expected> want = spec_tensors();
+    std::set<std::string> got;
+    for (const TensorInfo& t : ckpt_->tensors()) {
+        got.insert(t.name);
+        const auto it = want.find(t.name);
+        if (it == want.end()) {
+            ADD_FAILURE() << "unexpected tensor " << t.name;
+            continue;
+        }
+        EXPECT_EQ(t.dtype, it->second.dtype) << t.name;
+        EXPECT_EQ(t.shape, it->second.shape) << t.name;
+    }
+    for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
+}
+
+TEST_F(SynthGlmMoeDsa, ConfigIsGlm5) {
+    const nlohmann::json& c = ckpt_->config();
+    EXPECT_EQ(c["model_type"], "glm_moe_dsa");
+    EXPECT_EQ(c["architectures"][0], "GlmMoeDsaForCausalLM");
+    EXPECT_EQ(c["hidden_size"], D);
+    EXPECT_EQ(c["num_hidden_layers"], kLayers);
+    EXPECT_EQ(c["first_k_dense_replace"], kDenseLayers);
+    EXPECT_EQ(c["vocab_size"], kVocab);
+    EXPECT_EQ(c["num_attention_heads"], H);
+    EXPECT_EQ(c["q_lora_rank"], kQLora);
+    EXPECT_EQ(c["kv_lora_rank"], kKvLora);
+    EXPECT_EQ(c["qk_nope_head_dim"], kNope);
+    EXPECT_EQ(c["qk_rope_head_dim"], kRope);
+    EXPECT_EQ(c["v_head_dim"], kV);
+    EXPECT_EQ(c["intermediate_size"], kDenseFfn);
+    EXPECT_EQ(c["moe_intermediate_size"], kExpertFfn);
+    EXPECT_EQ(c["n_routed_experts"], kExperts);
+    EXPECT_EQ(c["num_experts_per_tok"], 8);
+    EXPECT_EQ(c["n_group"], 1);  // docs/models.md 4: group routing changes nothing
+    EXPECT_EQ(c["topk_group"], 1);
+    EXPECT_EQ(c["n_shared_experts"], 1);
+    EXPECT_EQ(c["scoring_func"], "sigmoid");
+    EXPECT_EQ(c["routed_scaling_factor"], 2.5);
+    EXPECT_EQ(c["norm_topk_prob"], true);
+    EXPECT_EQ(c["index_n_heads"], kIndexHeads);
+    EXPECT_EQ(c["index_head_dim"], kIndexDim);
+    EXPECT_EQ(c["index_topk"], kIndexTopK);
+    EXPECT_EQ(c["indexer_rope_interleave"], true);
+    EXPECT_EQ(c["rope_parameters"]["rope_type"], "default");  // no YaRN
+    EXPECT_EQ(c["rope_parameters"]["rope_theta"], 1e6);
+    EXPECT_EQ(c["rms_norm_eps"], 1e-5);
+    EXPECT_EQ(c["max_position_embeddings"], 202752);
+    EXPECT_EQ(c["quantization_config"]["quant_method"], "fp8");
+    EXPECT_EQ(c["quantization_config"]["fmt"], "e4m3");
+    EXPECT_EQ(c["quantization_config"]["weight_block_size"], nlohmann::json::array({kBlock, kBlock}));
+    ASSERT_EQ(c["eos_token_id"].size(), 3u);
+    for (const auto& id : c["eos_token_id"]) EXPECT_LT(id, kVocab);
+    EXPECT_EQ(ckpt_->generation_config()["eos_token_id"], c["eos_token_id"]);
+}
+
+TEST(SynthGlmMoeDsaConfig, RealModelSizes) {
+    const nlohmann::json c = synth_arch_find("glm_moe_dsa").config(SynthOptions{});
+    EXPECT_EQ(c["hidden_size"], 6144);
+    EXPECT_EQ(c["num_hidden_layers"], 78);
+    EXPECT_EQ(c["num_attention_heads"], 64);
+    EXPECT_EQ(c["n_routed_experts"], 256);
+    EXPECT_EQ(c["vocab_size"], 154880);
+    EXPECT_EQ(c["index_n_heads"], 32);
+    EXPECT_EQ(c["index_topk"], 2048);
+    EXPECT_EQ(c["eos_token_id"], nlohmann::json::array({154820, 154827, 154829}));
+    EXPECT_EQ(c["pad_token_id"], 154820);
+}
+
+// docs/design.md: a random model with small embeddings routes nearly every token to the same experts. Over
+// 40 tokens, uniform routing over 64 experts with top-8 uses ~63.7 distinct experts per layer and shares
+// k*k/E = 1 expert between consecutive tokens; a collapsed router uses a small multiple of k and shares
+// most of them. The run loads every FP8 weight (its block scales checked) and runs the indexer.
+TEST(SynthGlmMoeDsaRun, RunsOnTheCpuWithRoutingSpread) {
+    test::ScratchDir scratch("synth-glm-run");
+    const auto dir = scratch / "model";
+    const test::ExecResult synth = test::coli_exec({"synth", "--arch", "glm_moe_dsa", "--out", dir.string(),
+                                                    "--scale", "16", "--layers", "4", "--experts", "64"},
+                                                   scratch.path());
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    const test::ExecResult run =
+        test::coli_exec({"run", "-m", dir.string(), "--hot-set", "none", "--backend", "cpu", "--ids",
+                         "17,4242,99,1000,5,6000,321,77", "--max-tokens", "32", "--ignore-eos",
+                         "--temperature", "0", "--ctx", "64", "--print-ids"},
+                        scratch.path());
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.err.find("weights: dense F8_E4M3, experts F8_E4M3"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("DSA top-" + std::to_string(kIndexTopK)), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("dsa_select"), std::string::npos) << run.err;
+    std::stringstream ids(test::last_line(run.out));
+    int count = 0;
+    for (std::string id; std::getline(ids, id, ',');) {
+        EXPECT_LT(std::stoll(id), kVocab);
+        ++count;
+    }
+    EXPECT_EQ(count, 32) << run.out;
+    const std::regex line(
+        R"(routing: ([0-9.]+) distinct experts per layer, ([0-9.]+) shared by consecutive)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(run.err, m, line)) << "no routing line in stderr: " << run.err;
+    constexpr int kTopK = 8;
+    constexpr double kMinDistinct = 6 * kTopK;  // of 64; uniform gives ~63.7, collapse ~2-3 x k
+    constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
+    EXPECT_GE(std::stod(m[1]), kMinDistinct) << run.err;
+    EXPECT_LE(std::stod(m[2]), kMaxShared) << run.err;
+}
+
+}  // namespace
+}  // namespace coli
