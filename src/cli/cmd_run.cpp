@@ -39,7 +39,8 @@ void speed_print(Engine& engine, const GenerationStats& g) {
                g.decode_tokens, g.decode_seconds, g.decode_tokens / std::max(g.decode_seconds, 1e-9));
     // A prompt needs each routed expert at most once: more than the model's expert bytes means re-reads.
     if (g.prompt_expert_bytes > 0)
-        fmt::print(stderr, "prompt: {} of experts read, of the model's {}\n", bytes_human(g.prompt_expert_bytes),
+        fmt::print(stderr, "prompt: {} of experts read, of the model's {}\n",
+                   bytes_human(g.prompt_expert_bytes),
                    bytes_human(engine.model().store().total_expert_bytes()));
 }
 

@@ -17,7 +17,7 @@ struct GenerationStats {
     int64_t prompt_tokens = 0;
     double prompt_seconds = 0;
     uint64_t prompt_expert_bytes = 0;  // routed-expert bytes the store read (or mapped in) for the prompt
-    int64_t decode_tokens = 0;  // generated tokens after the first
+    int64_t decode_tokens = 0;         // generated tokens after the first
     double decode_seconds = 0;
 };
 
