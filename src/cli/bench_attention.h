@@ -12,7 +12,7 @@
 #include "core/random.h"
 #include "core/timer.h"
 #include "formats/format.h"
-#include "runtime/engine.h"
+#include "runtime/engine.h"  // kBytesPerGB
 
 namespace coli {
 
