@@ -115,6 +115,28 @@ TEST(CliArgs, BenchOfAModelLeadsWithASummary) {
     EXPECT_EQ(r.out.find("cache was not full"), std::string::npos) << r.out;
 }
 
+// `coli bench-attention` runs both tables at a short context (the times are not checked), with DeepSeek-V4-
+// Flash's sizes and layer schedule as its hub config.json gives them (docs/models.md 8.1: 43 layers, the
+// compress ratios 0, 0, then 4 and 128 alternating; 64 heads of 512, window 128, indexer top 512); an
+// unknown table is an argument error.
+TEST(CliArgs, BenchAttentionRunsEveryTable) {
+    const auto r = test::coli_run("bench-attention --backend cpu --contexts 256 --reps 1 --threads 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("MLA: 128 heads"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("DeepSeek-V4-Flash: 64 heads of 512"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("window 128"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("CSA: ratio 4, indexer 64 heads of 128, top 512; HCA: ratio 128"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("43 layers (2 sliding, 21 CSA, 20 HCA)"), std::string::npos) << r.out;
+    // One row per table for the one context: MLA's, V4's per layer, V4's over the layers.
+    size_t rows = 0;
+    for (size_t at = r.out.find("\n     256 "); at != std::string::npos;
+         at = r.out.find("\n     256 ", at + 1))
+        ++rows;
+    EXPECT_EQ(rows, 3u) << r.out;
+    expect_one_line_error(test::coli_run("bench-attention --tables v5"), "unknown table 'v5'");
+}
+
 // Statistics before anything ran say so, rather than rates of 0.0%.
 TEST(CliArgs, StatsBeforeAnyTurnSayNothingRan) {
     test::TempDir tmp("cli");
