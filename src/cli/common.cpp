@@ -63,6 +63,10 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
                    "Quantize dense weights at load to 8 or 4 bits (lossy; 0 = as stored)")
         ->capture_default_str();
     cmd.add_option("--ctx", o.max_ctx, "Context length (0 = the model's maximum)")->capture_default_str();
+    cmd.add_flag(
+        "--preload", o.preload,
+        "Read experts into RAM at start, layer by layer, as many as --ram-gb holds (all without it), "
+        "so that the first prompts wait for no disk");
 }
 
 void backend_flags_add(CLI::App& cmd, std::map<std::string, std::string>& values) {
@@ -113,6 +117,7 @@ std::string bytes_human(uint64_t bytes) {
 
 void placement_print(Engine& engine) {
     if (!engine.backend_note().empty()) fmt::print(stderr, "{}\n", engine.backend_note());
+    if (!engine.preload_note().empty()) fmt::print(stderr, "{}\n", engine.preload_note());
     const Backend& b = engine.ops().backend();
     fmt::print(
         stderr, "ops run on {}{}\n", b.name(),

@@ -53,18 +53,15 @@ int64_t index_after(std::string_view name, std::string_view key, bool at_start) 
 // and the tensor.
 void config_check(const Checkpoint& ckpt, const DecoderSpec& spec) {
     const int layers = spec.n_layers + extra_layers(ckpt.config());
+    const std::string mtp = layers > spec.n_layers ? fmt::format(" (+{} MTP)", layers - spec.n_layers) : "";
     for (const TensorInfo& t : ckpt.tensors()) {
         if (t.name.compare(0, spec.prefix.size(), spec.prefix) != 0) continue;
         const std::string_view name = std::string_view(t.name).substr(spec.prefix.size());
         const int64_t layer = index_after(name, "model.layers.", true);
         if (layer < 0) continue;
-        check(layer<layers,
-                    "config.json: num_hidden_layers is {}{}, but the checkpoint has tensor {} of layer {}",
-                    spec.n_layers, layers>
-                      spec.n_layers
-                  ? fmt::format(" (+{} MTP)", layers - spec.n_layers)
-                  : "",
-              t.name, layer);
+        check(layer < int64_t{layers},
+              "config.json: num_hidden_layers is {}{}, but the checkpoint has tensor {} of layer {}",
+              spec.n_layers, mtp, t.name, layer);
         const int64_t expert = index_after(name, ".experts.", false);
         if (expert >= 0 && layer < spec.n_layers)
             check(expert < spec.n_experts,

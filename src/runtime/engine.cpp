@@ -6,6 +6,7 @@
 #include "backend/registry.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "core/timer.h"
 #include "io/model_path.h"
 #include "io/user_cache.h"
 
@@ -53,6 +54,15 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
     else if (opts.hot_set != "none")
         load.store.hot_set = opts.hot_set;
     model_ = model_load(*ckpt_, *ops_, load);
+    if (opts.preload) {
+        const Timer timer;
+        ExpertStore& store = model_->store();
+        const ExpertStore::Preloaded p = store.preload();
+        preload_note_ =
+            fmt::format("experts preloaded: {} of {} ({:.2f} of {:.2f} GB) in {:.1f} s", p.experts,
+                        store.layout().n_experts * store.layout().n_layers, p.bytes / kBytesPerGB,
+                        store.total_expert_bytes() / kBytesPerGB, timer.seconds());
+    }
 }
 
 Engine::~Engine() = default;

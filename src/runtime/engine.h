@@ -34,6 +34,8 @@ struct EngineOptions {
         "auto";           // routing history: "auto" (the user's cache, io/user_cache.h), "none", a path
     int dense_bits = 0;   // 0 | 8 | 4
     int64_t max_ctx = 0;  // 0 = the model's maximum
+    bool preload =
+        false;  // read experts into RAM at start, as many as the budget holds (ExpertStore::preload)
 };
 
 class Engine {
@@ -48,10 +50,13 @@ public:
     const EngineOptions& options() const { return opts_; }
     // With --backend auto: which backend it chose and what it passed over, for stderr; else empty.
     const std::string& backend_note() const { return backend_note_; }
+    // With preload: what it read and how long it took; else empty.
+    const std::string& preload_note() const { return preload_note_; }
 
 private:
     EngineOptions opts_;
     std::string backend_note_;
+    std::string preload_note_;
     std::unique_ptr<ThreadPool> own_pool_;  // with --threads; else the process-wide pool
     std::unique_ptr<Checkpoint> ckpt_;
     std::unique_ptr<Backend> cpu_, backend_;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <numeric>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -62,9 +63,10 @@ struct ExpertStore::Impl {
     void check_request(int layer, std::span<const int> experts) const;
     std::shared_ptr<Entry> new_entry(int layer, int expert);
     void add_reads(Entry* e, std::vector<PendingRead>& reads);
-    void submit(std::vector<PendingRead>& reads);  // in (file, offset) order; clears `reads`
-    void run_read(Entry* e, uint32_t read);        // on an I/O thread
-    void refresh_hot_set();                        // lock held
+    void submit(std::vector<PendingRead>& reads);                   // in (file, offset) order; clears `reads`
+    void run_read(Entry* e, uint32_t read);                         // on an I/O thread
+    void refresh_hot_set();                                         // lock held
+    void sort_by_disk(int layer, std::vector<int>& experts) const;  // by (file, offset) of the first read
     int max_resident(int layer) const;
     [[noreturn]] void fail_too_big(int layer, const std::vector<std::shared_ptr<Entry>>& held_for_request,
                                    const std::vector<int>& missing) const;
@@ -357,12 +359,7 @@ std::vector<ExpertHandle> ExpertStore::fetch(int layer, std::span<const int> exp
     }
     s.misses += missing.size();
 
-    // Read the misses in disk order.
-    std::sort(missing.begin(), missing.end(), [&](int a, int b) {
-        const ReadRange& ra = s.index->at(layer, a).reads.front();
-        const ReadRange& rb = s.index->at(layer, b).reads.front();
-        return std::pair(ra.file, ra.offset) < std::pair(rb.file, rb.offset);
-    });
+    s.sort_by_disk(layer, missing);  // the misses are read in disk order
     std::vector<PendingRead> reads;
     Timer waiting;
     for (size_t i = 0; i < missing.size(); ++i) {
@@ -404,6 +401,56 @@ std::vector<ExpertHandle> ExpertStore::fetch(int layer, std::span<const int> exp
     handles.reserve(experts.size());
     for (int x : experts) handles.emplace_back(got[x]);
     return handles;
+}
+
+void ExpertStore::Impl::sort_by_disk(int layer, std::vector<int>& experts) const {
+    std::sort(experts.begin(), experts.end(), [&](int a, int b) {
+        const ReadRange& ra = index->at(layer, a).reads.front();
+        const ReadRange& rb = index->at(layer, b).reads.front();
+        return std::pair(ra.file, ra.offset) < std::pair(rb.file, rb.offset);
+    });
+}
+
+ExpertStore::Preloaded ExpertStore::preload() {
+    Impl& s = *impl_;
+    std::unique_lock lock(s.mu);
+    const uint64_t budget = s.cache.budget();
+    const int slots = s.cache.slots_per_layer();
+    std::vector<std::shared_ptr<Entry>> loading;
+    std::vector<PendingRead> reads;
+    bool full = false;
+    for (int layer = 0; layer < s.index->n_layers() && !full; ++layer) {
+        if (!s.index->has_experts(layer)) continue;
+        std::vector<int> experts(s.index->n_experts());
+        std::iota(experts.begin(), experts.end(), 0);
+        s.sort_by_disk(layer, experts);
+        for (int x : experts) {
+            if (s.cache.find(layer, x)) continue;
+            if (slots > 0 && s.cache.layer_count(layer) >= slots) break;  // this layer's slots are taken
+            const uint64_t bytes = s.index->at(layer, x).buffer_bytes;
+            if (budget > 0 && s.cache.charged_bytes() + bytes > budget) {  // never evicts what it read
+                full = true;
+                break;
+            }
+            auto e = s.new_entry(layer, x);
+            s.add_reads(e.get(), reads);
+            loading.push_back(e);
+            s.cache.insert(std::move(e));
+        }
+    }
+    s.submit(reads);
+    s.read_done.wait(lock, [&] {
+        return std::none_of(loading.begin(), loading.end(),
+                            [](const auto& e) { return e->state == Entry::State::loading; });
+    });
+    Preloaded done;
+    for (const auto& e : loading) {
+        check(e->state == Entry::State::ready, "expert store: cannot read expert {} of layer {}: {}",
+              e->expert, e->layer, e->error);
+        ++done.experts;
+        done.bytes += e->loc->bytes;
+    }
+    return done;
 }
 
 int ExpertStore::Impl::max_resident(int layer) const {

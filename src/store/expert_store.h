@@ -107,6 +107,15 @@ public:
     // cannot fit in the budget at once; see max_resident().
     std::vector<ExpertHandle> fetch(int layer, std::span<const int> experts);
 
+    // Reads experts into the cache before any token needs them, layer by layer and in disk order within a
+    // layer, until the next would not fit without evicting one already held (every expert without a
+    // budget), and waits for the reads. A server's first prompts then wait for no disk.
+    struct Preloaded {
+        uint64_t experts = 0;  // experts read
+        uint64_t bytes = 0;    // their bytes (as total_expert_bytes counts them)
+    };
+    Preloaded preload();
+
     // How many experts of `layer` can be held at once within the budget and slot limit (>= 1).
     int max_resident(int layer) const;
     // Whether every expert of `layer` is cached or being read, so that a prefetch would read nothing.

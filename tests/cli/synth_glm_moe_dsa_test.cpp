@@ -10,11 +10,10 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <regex>
-#include <set>
 #include <sstream>
 
 #include "cli/coli_exec.h"
+#include "cli/synth_check.h"
 #include "common/process.h"
 #include "io/checkpoint.h"
 #include "synth/synth_arch.h"
@@ -31,24 +30,16 @@ constexpr int64_t kDenseFfn = 12288 / kScale, kExpertFfn = 2048 / kScale;
 constexpr int64_t kIndexHeads = 32 / kScale, kIndexDim = 128, kIndexTopK = 2048 / kScale;
 constexpr int kLayers = 4, kDenseLayers = 3;  // the real first_k_dense_replace
 constexpr int kExperts = 16;
-constexpr int64_t kBlock = 128;  // FP8 block scales: one per 128 x 128
 
-struct Expected {
-    DType dtype;
-    std::vector<int64_t> shape;
-};
-
-int64_t blocks(int64_t n) {
-    return (n + kBlock - 1) / kBlock;
-}
+using test::ExpectedTensor;
 
 // docs/models.md 2 and 3's tensor list for kLayers layers, stored as 9.4's FP8 release.
-std::map<std::string, Expected> spec_tensors() {
+std::map<std::string, ExpectedTensor> spec_tensors() {
     const DType bf = DType::bf16, f32 = DType::f32, fp8 = DType::f8_e4m3;
-    std::map<std::string, Expected> t;
+    std::map<std::string, ExpectedTensor> t;
     const auto proj = [&](const std::string& name, int64_t out, int64_t in) {
         t[name + ".weight"] = {fp8, {out, in}};
-        t[name + ".weight_scale_inv"] = {f32, {blocks(out), blocks(in)}};
+        t[name + ".weight_scale_inv"] = {f32, {test::fp8_blocks(out), test::fp8_blocks(in)}};
     };
     const auto swiglu = [&](const std::string& p, int64_t ff) {
         proj(p + "gate_proj", ff, D);
@@ -87,42 +78,16 @@ std::map<std::string, Expected> spec_tensors() {
     return t;
 }
 
-class SynthGlmMoeDsa : public ::testing::Test {
+class SynthGlmMoeDsa : public test::SynthCheckpointTest<SynthGlmMoeDsa> {
 protected:
     static void SetUpTestSuite() {
-        scratch_ = new test::ScratchDir("synth-glm");
-        const test::ExecResult r =
-            test::coli_exec({"synth", "--out", (*scratch_ / "model").string(), "--arch", "glm_moe_dsa",
-                             "--scale", std::to_string(kScale), "--layers", std::to_string(kLayers),
-                             "--experts", std::to_string(kExperts)},
-                            scratch_->path());
-        ASSERT_EQ(r.exit_code, 0) << r.err;
-        ckpt_ = Checkpoint::open(*scratch_ / "model").release();
+        synth("synth-glm", {"--arch", "glm_moe_dsa", "--scale", std::to_string(kScale), "--layers",
+                            std::to_string(kLayers), "--experts", std::to_string(kExperts)});
     }
-    static void TearDownTestSuite() {
-        delete ckpt_;
-        delete scratch_;
-    }
-    void SetUp() override { ASSERT_NE(ckpt_, nullptr) << "coli synth failed"; }
-
-    static inline test::ScratchDir* scratch_ = nullptr;
-    static inline Checkpoint* ckpt_ = nullptr;
 };
 
 TEST_F(SynthGlmMoeDsa, TensorsAreSpecSectionsTwoAndThreeInFp8) {
-    const std::map<std::string, Expected> want = spec_tensors();
-    std::set<std::string> got;
-    for (const TensorInfo& t : ckpt_->tensors()) {
-        got.insert(t.name);
-        const auto it = want.find(t.name);
-        if (it == want.end()) {
-            ADD_FAILURE() << "unexpected tensor " << t.name;
-            continue;
-        }
-        EXPECT_EQ(t.dtype, it->second.dtype) << t.name;
-        EXPECT_EQ(t.shape, it->second.shape) << t.name;
-    }
-    for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
+    test::expect_tensors(*ckpt_, spec_tensors());
 }
 
 TEST_F(SynthGlmMoeDsa, ConfigIsGlm5) {
@@ -159,7 +124,8 @@ TEST_F(SynthGlmMoeDsa, ConfigIsGlm5) {
     EXPECT_EQ(c["max_position_embeddings"], 202752);
     EXPECT_EQ(c["quantization_config"]["quant_method"], "fp8");
     EXPECT_EQ(c["quantization_config"]["fmt"], "e4m3");
-    EXPECT_EQ(c["quantization_config"]["weight_block_size"], nlohmann::json::array({kBlock, kBlock}));
+    EXPECT_EQ(c["quantization_config"]["weight_block_size"],
+              nlohmann::json::array({test::kFp8Block, test::kFp8Block}));
     ASSERT_EQ(c["eos_token_id"].size(), 3u);
     for (const auto& id : c["eos_token_id"]) EXPECT_LT(id, kVocab);
     EXPECT_EQ(ckpt_->generation_config()["eos_token_id"], c["eos_token_id"]);
@@ -205,15 +171,10 @@ TEST(SynthGlmMoeDsaRun, RunsOnTheCpuWithRoutingSpread) {
         ++count;
     }
     EXPECT_EQ(count, 32) << run.out;
-    const std::regex line(
-        R"(routing: ([0-9.]+) distinct experts per layer, ([0-9.]+) shared by consecutive)");
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(run.err, m, line)) << "no routing line in stderr: " << run.err;
     constexpr int kTopK = 8;
     constexpr double kMinDistinct = 6 * kTopK;  // of 64; uniform gives ~63.7, collapse ~2-3 x k
     constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
-    EXPECT_GE(std::stod(m[1]), kMinDistinct) << run.err;
-    EXPECT_LE(std::stod(m[2]), kMaxShared) << run.err;
+    test::expect_routing_spread(run.err, kMinDistinct, kMaxShared);
 }
 
 }  // namespace

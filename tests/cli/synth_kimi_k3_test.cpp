@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cli/coli_exec.h"
+#include "cli/synth_check.h"
 #include "io/checkpoint.h"
 #include "nn/moe.h"
 #include "nn/weights.h"
@@ -37,15 +38,12 @@ const std::vector<std::string> kTinyFlags = {"--arch",     "kimi_k3", "--scale",
                                              "--layers",   "2",       "--experts", std::to_string(kExperts),
                                              "--shard-gb", "0.0005"};
 
-struct Expected {
-    DType dtype;
-    std::vector<int64_t> shape;
-};
+using test::ExpectedTensor;
 
 // The tensor list of docs/models.md 7 for --layers 2: layer 0 KDA + dense MLP, layer 1 gated MLA + LatentMoE.
-std::map<std::string, Expected> spec_tensors() {
+std::map<std::string, ExpectedTensor> spec_tensors() {
     const DType bf = DType::bf16, f32 = DType::f32, u8 = DType::u8;
-    std::map<std::string, Expected> t;
+    std::map<std::string, ExpectedTensor> t;
     const std::string m = "language_model.model.";
     t[m + "embed_tokens.weight"] = {bf, {kVocab, D}};
     t["language_model.lm_head.weight"] = {bf, {kVocab, D}};
@@ -111,40 +109,13 @@ std::string expert_prefix(int e) {
     return fmt::format("language_model.model.layers.1.block_sparse_moe.experts.{}.", e);
 }
 
-class SynthKimiK3 : public ::testing::Test {
+class SynthKimiK3 : public test::SynthCheckpointTest<SynthKimiK3> {
 protected:
-    static void SetUpTestSuite() {
-        scratch_ = new test::ScratchDir("synth-k3");
-        std::vector<std::string> args = {"synth", "--out", (*scratch_ / "model").string()};
-        args.insert(args.end(), kTinyFlags.begin(), kTinyFlags.end());
-        const test::ExecResult r = test::coli_exec(args, scratch_->path());
-        ASSERT_EQ(r.exit_code, 0) << r.err;
-        ckpt_ = Checkpoint::open(*scratch_ / "model").release();
-    }
-    static void TearDownTestSuite() {
-        delete ckpt_;
-        delete scratch_;
-    }
-    void SetUp() override { ASSERT_NE(ckpt_, nullptr) << "coli synth failed"; }
-
-    static inline test::ScratchDir* scratch_ = nullptr;
-    static inline Checkpoint* ckpt_ = nullptr;
+    static void SetUpTestSuite() { synth("synth-k3", kTinyFlags); }
 };
 
 TEST_F(SynthKimiK3, TensorsAreSpecSectionSeven) {
-    const std::map<std::string, Expected> want = spec_tensors();
-    std::set<std::string> got;
-    for (const TensorInfo& t : ckpt_->tensors()) {
-        got.insert(t.name);
-        const auto it = want.find(t.name);
-        if (it == want.end()) {
-            ADD_FAILURE() << "unexpected tensor " << t.name;
-            continue;
-        }
-        EXPECT_EQ(t.dtype, it->second.dtype) << t.name;
-        EXPECT_EQ(t.shape, it->second.shape) << t.name;
-    }
-    for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
+    test::expect_tensors(*ckpt_, spec_tensors());
     EXPECT_GT(ckpt_->file_count(), 2) << "expected a sharded checkpoint";
     EXPECT_TRUE(std::filesystem::exists(ckpt_->dir() / "model.safetensors.index.json"));
 }

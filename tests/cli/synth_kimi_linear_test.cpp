@@ -8,11 +8,10 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <regex>
-#include <set>
 #include <sstream>
 
 #include "cli/coli_exec.h"
+#include "cli/synth_check.h"
 #include "common/process.h"
 #include "io/checkpoint.h"
 #include "synth/synth_arch.h"
@@ -31,15 +30,12 @@ constexpr int kLayers = 4;  // 0-indexed: KDA 0-2, MLA 3 (the real pattern's fir
 constexpr int kMlaLayer = 3;
 constexpr int kExperts = 16;
 
-struct Expected {
-    DType dtype;
-    std::vector<int64_t> shape;
-};
+using test::ExpectedTensor;
 
 // docs/models.md 5's tensor list for kLayers layers.
-std::map<std::string, Expected> spec_tensors() {
+std::map<std::string, ExpectedTensor> spec_tensors() {
     const DType bf = DType::bf16, f32 = DType::f32;
-    std::map<std::string, Expected> t;
+    std::map<std::string, ExpectedTensor> t;
     const auto swiglu = [&](const std::string& p, const char* gate, const char* up, const char* down,
                             int64_t ff) {
         t[p + gate + ".weight"] = {bf, {ff, D}};
@@ -88,42 +84,16 @@ std::map<std::string, Expected> spec_tensors() {
     return t;
 }
 
-class SynthKimiLinear : public ::testing::Test {
+class SynthKimiLinear : public test::SynthCheckpointTest<SynthKimiLinear> {
 protected:
     static void SetUpTestSuite() {
-        scratch_ = new test::ScratchDir("synth-kimi-linear");
-        const test::ExecResult r =
-            test::coli_exec({"synth", "--out", (*scratch_ / "model").string(), "--arch", "kimi_linear",
-                             "--scale", std::to_string(kScale), "--layers", std::to_string(kLayers),
-                             "--experts", std::to_string(kExperts)},
-                            scratch_->path());
-        ASSERT_EQ(r.exit_code, 0) << r.err;
-        ckpt_ = Checkpoint::open(*scratch_ / "model").release();
+        synth("synth-kimi-linear", {"--arch", "kimi_linear", "--scale", std::to_string(kScale), "--layers",
+                                    std::to_string(kLayers), "--experts", std::to_string(kExperts)});
     }
-    static void TearDownTestSuite() {
-        delete ckpt_;
-        delete scratch_;
-    }
-    void SetUp() override { ASSERT_NE(ckpt_, nullptr) << "coli synth failed"; }
-
-    static inline test::ScratchDir* scratch_ = nullptr;
-    static inline Checkpoint* ckpt_ = nullptr;
 };
 
 TEST_F(SynthKimiLinear, TensorsAreSpecSectionFive) {
-    const std::map<std::string, Expected> want = spec_tensors();
-    std::set<std::string> got;
-    for (const TensorInfo& t : ckpt_->tensors()) {
-        got.insert(t.name);
-        const auto it = want.find(t.name);
-        if (it == want.end()) {
-            ADD_FAILURE() << "unexpected tensor " << t.name;
-            continue;
-        }
-        EXPECT_EQ(t.dtype, it->second.dtype) << t.name;
-        EXPECT_EQ(t.shape, it->second.shape) << t.name;
-    }
-    for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
+    test::expect_tensors(*ckpt_, spec_tensors());
 }
 
 TEST_F(SynthKimiLinear, ConfigIsKimiLinear) {
@@ -209,15 +179,10 @@ TEST(SynthKimiLinearRun, RunsOnTheCpuWithRoutingSpread) {
         ++count;
     }
     EXPECT_EQ(count, 32) << run.out;
-    const std::regex line(
-        R"(routing: ([0-9.]+) distinct experts per layer, ([0-9.]+) shared by consecutive)");
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(run.err, m, line)) << "no routing line in stderr: " << run.err;
     constexpr int kTopK = 8;
     constexpr double kMinDistinct = 6 * kTopK;  // of 64; uniform gives ~63.7, collapse ~2-3 x k
     constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
-    EXPECT_GE(std::stod(m[1]), kMinDistinct) << run.err;
-    EXPECT_LE(std::stod(m[2]), kMaxShared) << run.err;
+    test::expect_routing_spread(run.err, kMinDistinct, kMaxShared);
 }
 
 }  // namespace

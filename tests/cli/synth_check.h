@@ -1,0 +1,87 @@
+// What the tests of `coli synth`'s architectures share: a checkpoint synthesized once per test suite, its
+// tensors compared with the list a test writes out from docs/models.md, and the routing-spread check of a
+// CPU run (docs/design.md: a random model with small embeddings routes every token to the same experts).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/coli_exec.h"
+#include "core/dtype.h"
+#include "io/checkpoint.h"
+
+namespace coli::test {
+
+// One tensor as docs/models.md says the checkpoint stores it.
+struct ExpectedTensor {
+    DType dtype;
+    std::vector<int64_t> shape;
+};
+
+inline constexpr int64_t kFp8Block = 128;  // FP8 block scales: one per 128 x 128 (docs/models.md 9.4)
+
+inline int64_t fp8_blocks(int64_t n) {
+    return (n + kFp8Block - 1) / kFp8Block;
+}
+
+// Every tensor of the checkpoint is in `want` with its dtype and shape, and every one of `want` is there.
+inline void expect_tensors(const Checkpoint& ckpt, const std::map<std::string, ExpectedTensor>& want) {
+    std::set<std::string> got;
+    for (const TensorInfo& t : ckpt.tensors()) {
+        got.insert(t.name);
+        const auto it = want.find(t.name);
+        if (it == want.end()) {
+            ADD_FAILURE() << "unexpected tensor " << t.name;
+            continue;
+        }
+        EXPECT_EQ(t.dtype, it->second.dtype) << t.name;
+        EXPECT_EQ(t.shape, it->second.shape) << t.name;
+    }
+    for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
+}
+
+// A suite whose tests read one checkpoint that `coli synth` writes once, before the first of them.
+// Suite is the derived fixture (each gets its own checkpoint); its SetUpTestSuite calls synth().
+template <class Suite>
+class SynthCheckpointTest : public ::testing::Test {
+protected:
+    // Writes the checkpoint with `coli synth --out DIR flags...` and opens it.
+    static void synth(const std::string& scratch_name, const std::vector<std::string>& flags) {
+        scratch_ = new ScratchDir(scratch_name);
+        std::vector<std::string> args = {"synth", "--out", (*scratch_ / "model").string()};
+        args.insert(args.end(), flags.begin(), flags.end());
+        const ExecResult r = coli_exec(args, scratch_->path());
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        ckpt_ = Checkpoint::open(*scratch_ / "model").release();
+    }
+    static void TearDownTestSuite() {
+        delete ckpt_;
+        delete scratch_;
+        ckpt_ = nullptr;
+        scratch_ = nullptr;
+    }
+    void SetUp() override { ASSERT_NE(ckpt_, nullptr) << "coli synth failed"; }
+
+    static inline ScratchDir* scratch_ = nullptr;
+    static inline Checkpoint* ckpt_ = nullptr;
+};
+
+// The routing line `coli run` prints: at least min_distinct experts per layer over the run, at most
+// max_shared of them shared by consecutive tokens (uniform routing gives ~E and k*k/E; a collapsed
+// router a small multiple of k, and nearly k shared).
+inline void expect_routing_spread(const std::string& err, double min_distinct, double max_shared) {
+    const std::regex line(
+        R"(routing: ([0-9.]+) distinct experts per layer, ([0-9.]+) shared by consecutive)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(err, m, line)) << "no routing line in stderr: " << err;
+    EXPECT_GE(std::stod(m[1]), min_distinct) << err;
+    EXPECT_LE(std::stod(m[2]), max_shared) << err;
+}
+
+}  // namespace coli::test
