@@ -9,10 +9,12 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/coli_exec.h"
+#include "common/process.h"
 #include "core/dtype.h"
 #include "io/checkpoint.h"
 
@@ -82,6 +84,38 @@ inline void expect_routing_spread(const std::string& err, double min_distinct, d
     ASSERT_TRUE(std::regex_search(err, m, line)) << "no routing line in stderr: " << err;
     EXPECT_GE(std::stod(m[1]), min_distinct) << err;
     EXPECT_LE(std::stod(m[2]), max_shared) << err;
+}
+
+// `coli synth --arch ARCH --scale 16 --layers 4 --experts 64`, then 8 prompt ids and 32 greedy tokens on the
+// CPU: the run succeeds, prints 32 ids inside the vocabulary, and routes with spread (over 40 tokens, uniform
+// routing over 64 experts with top-8 uses ~63.7 distinct experts per layer and shares k*k/E = 1 between
+// consecutive tokens; a collapsed router uses a small multiple of k and shares most of them). Returns the
+// run's stderr, for the family's own checks.
+inline std::string synth_run_with_routing_spread(const std::string& arch, int64_t vocab) {
+    constexpr int kTokens = 32, kTopK = 8;
+    constexpr double kMinDistinct = 6 * kTopK;  // of 64; uniform gives ~63.7, collapse ~2-3 x k
+    constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
+    ScratchDir scratch("synth-" + arch + "-run");
+    const auto dir = scratch / "model";
+    const ExecResult synth = coli_exec(
+        {"synth", "--arch", arch, "--out", dir.string(), "--scale", "16", "--layers", "4", "--experts", "64"},
+        scratch.path());
+    EXPECT_EQ(synth.exit_code, 0) << synth.err;
+    const ExecResult run =
+        coli_exec({"run", "-m", dir.string(), "--hot-set", "none", "--backend", "cpu", "--ids",
+                   "17,4242,99,1000,5,6000,321,77", "--max-tokens", std::to_string(kTokens), "--ignore-eos",
+                   "--temperature", "0", "--ctx", "64", "--print-ids"},
+                  scratch.path());
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    std::stringstream ids(last_line(run.out));
+    int count = 0;
+    for (std::string id; std::getline(ids, id, ',');) {
+        EXPECT_LT(std::stoll(id), vocab);
+        ++count;
+    }
+    EXPECT_EQ(count, kTokens) << run.out;
+    expect_routing_spread(run.err, kMinDistinct, kMaxShared);
+    return run.err;
 }
 
 }  // namespace coli::test

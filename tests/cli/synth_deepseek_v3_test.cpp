@@ -10,7 +10,6 @@
 
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "cli/coli_exec.h"
 #include "cli/synth_check.h"
@@ -129,35 +128,11 @@ TEST(SynthDeepseekV3Config, RealModelSizes) {
     EXPECT_EQ(c["num_attention_heads"], 128);
 }
 
-// docs/design.md: a random model with small embeddings routes nearly every token to the same experts. Over
-// 40 tokens, uniform routing over 64 experts with top-8 uses ~63.7 distinct experts per layer and shares
-// k*k/E = 1 expert between consecutive tokens; a collapsed router uses a small multiple of k and shares
-// most of them. The run also loads every FP8 weight through the loader (its block scales checked).
+// A CPU run with routing spread (test::synth_run_with_routing_spread). The run also loads every FP8 weight
+// through the loader (its block scales checked).
 TEST(SynthDeepseekV3Run, RunsOnTheCpuWithRoutingSpread) {
-    test::ScratchDir scratch("synth-v3-run");
-    const auto dir = scratch / "model";
-    const test::ExecResult synth = test::coli_exec({"synth", "--arch", "deepseek_v3", "--out", dir.string(),
-                                                    "--scale", "16", "--layers", "4", "--experts", "64"},
-                                                   scratch.path());
-    ASSERT_EQ(synth.exit_code, 0) << synth.err;
-    const test::ExecResult run =
-        test::coli_exec({"run", "-m", dir.string(), "--hot-set", "none", "--backend", "cpu", "--ids",
-                         "17,4242,99,1000,5,6000,321,77", "--max-tokens", "32", "--ignore-eos",
-                         "--temperature", "0", "--ctx", "64", "--print-ids"},
-                        scratch.path());
-    ASSERT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_NE(run.err.find("weights: dense F8_E4M3, experts F8_E4M3"), std::string::npos) << run.err;
-    std::stringstream ids(test::last_line(run.out));
-    int count = 0;
-    for (std::string id; std::getline(ids, id, ',');) {
-        EXPECT_LT(std::stoll(id), kVocab);
-        ++count;
-    }
-    EXPECT_EQ(count, 32) << run.out;
-    constexpr int kTopK = 8;
-    constexpr double kMinDistinct = 6 * kTopK;  // of 64; uniform gives ~63.7, collapse ~2-3 x k
-    constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
-    test::expect_routing_spread(run.err, kMinDistinct, kMaxShared);
+    const std::string err = test::synth_run_with_routing_spread("deepseek_v3", kVocab);
+    EXPECT_NE(err.find("weights: dense F8_E4M3, experts F8_E4M3"), std::string::npos) << err;
 }
 
 // DeepSeek-V3.2's indexer (docs/models.md 3), 64 heads of 128 and the top 2048 keys divided by the scale:

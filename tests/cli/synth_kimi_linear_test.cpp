@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <sstream>
 
 #include "cli/coli_exec.h"
 #include "cli/synth_check.h"
@@ -157,32 +156,10 @@ TEST(SynthKimiLinearConfig, RealModel) {
 // a collapsed router uses a small multiple of k and shares most of them. The run goes through KDA (prefill
 // and decode) and the NoPE MLA.
 TEST(SynthKimiLinearRun, RunsOnTheCpuWithRoutingSpread) {
-    test::ScratchDir scratch("synth-kimi-linear-run");
-    const auto dir = scratch / "model";
-    const test::ExecResult synth = test::coli_exec({"synth", "--arch", "kimi_linear", "--out", dir.string(),
-                                                    "--scale", "16", "--layers", "4", "--experts", "64"},
-                                                   scratch.path());
-    ASSERT_EQ(synth.exit_code, 0) << synth.err;
-    const test::ExecResult run =
-        test::coli_exec({"run", "-m", dir.string(), "--hot-set", "none", "--backend", "cpu", "--ids",
-                         "17,4242,99,1000,5,6000,321,77", "--max-tokens", "32", "--ignore-eos",
-                         "--temperature", "0", "--ctx", "64", "--print-ids"},
-                        scratch.path());
-    ASSERT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_NE(run.err.find("weights: dense BF16, experts BF16"), std::string::npos) << run.err;
+    const std::string err = test::synth_run_with_routing_spread("kimi_linear", kVocab);
+    EXPECT_NE(err.find("weights: dense BF16, experts BF16"), std::string::npos) << err;
     for (const char* op : {"kda ", "short_conv ", "mla_attention "})
-        EXPECT_NE(run.err.find(op), std::string::npos) << op << " not run: " << run.err;
-    std::stringstream ids(test::last_line(run.out));
-    int count = 0;
-    for (std::string id; std::getline(ids, id, ',');) {
-        EXPECT_LT(std::stoll(id), kVocab);
-        ++count;
-    }
-    EXPECT_EQ(count, 32) << run.out;
-    constexpr int kTopK = 8;
-    constexpr double kMinDistinct = 6 * kTopK;  // of 64; uniform gives ~63.7, collapse ~2-3 x k
-    constexpr double kMaxShared = 2.5;          // uniform gives k*k/E = 1, collapse ~k
-    test::expect_routing_spread(run.err, kMinDistinct, kMaxShared);
+        EXPECT_NE(err.find(op), std::string::npos) << op << " not run: " << err;
 }
 
 }  // namespace
