@@ -47,11 +47,46 @@ int64_t index_after(std::string_view name, std::string_view key, bool at_start) 
     return -1;
 }
 
+// A routed expert's projection against the config's widths: gate_proj and up_proj [expert_ff, d_model],
+// down_proj [d_model, expert_ff]. Packed layouts (int4 codes, MXFP4 bytes) store other shapes and other
+// names; only the float and FP8 ones, whose stored shape is the matrix's, are checked.
+void expert_shape_check(const TensorInfo& t, const DecoderSpec& spec) {
+    if (spec.expert_ff <= 0 || spec.d_model <= 0) return;
+    if (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16 && t.dtype != DType::f8_e4m3)
+        return;
+    const auto ends_with = [&](std::string_view suffix) {
+        return t.name.size() >= suffix.size() &&
+               t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    std::vector<int64_t> expect;
+    if (ends_with(".gate_proj.weight") || ends_with(".up_proj.weight"))
+        expect = {spec.expert_ff, spec.d_model};
+    else if (ends_with(".down_proj.weight"))
+        expect = {spec.d_model, spec.expert_ff};
+    else
+        return;
+    check(t.shape == expect,
+          "config.json: {} and hidden_size give {} a shape of [{}], but the checkpoint's is [{}]",
+          spec.expert_ff_key, t.name, fmt::join(expect, ", "), fmt::join(t.shape, ", "));
+}
+
 // config.json against the checkpoint's tensors, before anything is read: no tensor of a layer beyond
 // num_hidden_layers (a smaller count would run a truncated model), no routed expert beyond the expert
-// count, and the embedding, final norm and lm_head of [vocab_size, hidden_size]. The error names the key
-// and the tensor.
+// count, each routed expert's projections of the config's widths, and the embedding, final norm and lm_head
+// of [vocab_size, hidden_size]. The error names the key and the tensor.
 void config_check(const Checkpoint& ckpt, const DecoderSpec& spec) {
+    // The model's widths first: a wrong hidden_size is named on the embedding, not on some expert.
+    const auto shape_check = [&](const std::string& name, std::vector<int64_t> expect, const char* keys) {
+        const TensorInfo* t = ckpt.find(spec.prefix + name);
+        if (!t) return;  // missing: the loader names it
+        check(t->shape == expect, "config.json: {} give {} a shape of [{}], but the checkpoint's is [{}]",
+              keys, t->name, fmt::join(expect, ", "), fmt::join(t->shape, ", "));
+    };
+    if (spec.d_model > 0) {
+        shape_check(spec.embed_name, {spec.vocab, spec.d_model}, "vocab_size and hidden_size");
+        shape_check(spec.head_name, {spec.vocab, spec.d_model}, "vocab_size and hidden_size");
+        shape_check(spec.norm_name, {spec.d_model}, "hidden_size");
+    }
     const int layers = spec.n_layers + extra_layers(ckpt.config());
     const std::string mtp = layers > spec.n_layers ? fmt::format(" (+{} MTP)", layers - spec.n_layers) : "";
     for (const TensorInfo& t : ckpt.tensors()) {
@@ -63,21 +98,12 @@ void config_check(const Checkpoint& ckpt, const DecoderSpec& spec) {
               "config.json: num_hidden_layers is {}{}, but the checkpoint has tensor {} of layer {}",
               spec.n_layers, mtp, t.name, layer);
         const int64_t expert = index_after(name, ".experts.", false);
-        if (expert >= 0 && layer < spec.n_layers)
+        if (expert >= 0 && layer < spec.n_layers) {
             check(expert < spec.n_experts,
                   "config.json: the routed expert count is {}, but the checkpoint has tensor {} of expert {}",
                   spec.n_experts, t.name, expert);
-    }
-    const auto shape_check = [&](const std::string& name, std::vector<int64_t> expect, const char* keys) {
-        const TensorInfo* t = ckpt.find(spec.prefix + name);
-        if (!t) return;  // missing: the loader names it
-        check(t->shape == expect, "config.json: {} give {} a shape of [{}], but the checkpoint's is [{}]",
-              keys, t->name, fmt::join(expect, ", "), fmt::join(t->shape, ", "));
-    };
-    if (spec.d_model > 0) {
-        shape_check(spec.embed_name, {spec.vocab, spec.d_model}, "vocab_size and hidden_size");
-        shape_check(spec.head_name, {spec.vocab, spec.d_model}, "vocab_size and hidden_size");
-        shape_check(spec.norm_name, {spec.d_model}, "hidden_size");
+            expert_shape_check(t, spec);
+        }
     }
 }
 

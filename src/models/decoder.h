@@ -34,6 +34,10 @@ struct DecoderSpec {
     std::string norm_name = "model.norm.weight";
     std::string head_name = "lm_head.weight";
     int64_t d_model = 0;  // hidden_size, checked against the embedding, final norm and lm_head; 0 = unchecked
+    // A routed expert's width and the config key that gives it, checked against every expert's
+    // gate_proj / up_proj ([width, d_model]) and down_proj ([d_model, width]) stored unpacked; 0 = unchecked.
+    int64_t expert_ff = 0;
+    std::string expert_ff_key = "";
 };
 
 class Decoder : public Model {

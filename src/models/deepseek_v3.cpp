@@ -73,7 +73,9 @@ public:
                                .top_k = cfg_.top_k,
                                .dense = ckpt.get("model.layers.0.self_attn.o_proj.weight").dtype,
                                .experts = experts,
-                               .d_model = cfg_.d_model};
+                               .d_model = cfg_.d_model,
+                               .expert_ff = cfg_.d_expert,
+                               .expert_ff_key = "moe_intermediate_size"};
         load_weights(ckpt, opts, spec, load_layers, expert_tensors);
         summarize();
     }

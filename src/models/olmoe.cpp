@@ -77,7 +77,9 @@ public:
             .dense = ckpt.get("model.layers.0.self_attn.q_proj.weight").dtype,
             .experts =
                 std::string(dtype_name(ckpt.get("model.layers.0.mlp.experts.0.gate_proj.weight").dtype)),
-            .d_model = cfg_.d_model};
+            .d_model = cfg_.d_model,
+            .expert_ff = cfg_.d_ff,
+            .expert_ff_key = "intermediate_size"};
         const auto load_layers = [this](WeightLoader& load) {
             for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
         };

@@ -1,7 +1,7 @@
 // config.json against the checkpoint at load, on the demo model with one key changed at a time: a layer
-// count, an expert count, hidden_size or vocab_size that disagree with the tensors is a one-line error
-// naming the key and the tensor, from `coli info` as from `coli run` (before, a smaller num_hidden_layers
-// ran a truncated model and gave other tokens).
+// count, an expert count, an expert's width, hidden_size or vocab_size that disagree with the tensors is a
+// one-line error naming the key and the tensor, from `coli info` as from `coli run` (before, a smaller
+// num_hidden_layers ran a truncated model and gave other tokens).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,6 +50,9 @@ TEST(ConfigCheck, KeysThatDisagreeWithTheTensorsAreNamed) {
                       "model.embed_tokens.weight");
     expect_load_error(demo_with(tmp / "vocab", "vocab_size", 4000), "vocab_size",
                       "model.embed_tokens.weight");
+    // The demo's experts are 160 wide (OLMoE: intermediate_size); the first tensor checked is layer 0's.
+    expect_load_error(demo_with(tmp / "ff", "intermediate_size", 320), "intermediate_size",
+                      "model.layers.0.mlp.experts.0.");
     // A larger layer count is a missing tensor, named by the loader.
     const auto more = test::coli_run("info --hot-set none --model " +
                                      demo_with(tmp / "more", "num_hidden_layers", 5).string());
