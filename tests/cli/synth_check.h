@@ -48,6 +48,54 @@ inline void expect_tensors(const Checkpoint& ckpt, const std::map<std::string, E
     for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
 }
 
+// The widths of a checkpoint in DeepSeek-V3's layout (docs/models.md 2; GLM-5 runs the same code, 4).
+struct DeepseekWidths {
+    int64_t d_model, vocab, heads, q_lora, kv_lora, nope, rope, v, dense_ffn, expert_ffn;
+    int layers, dense_layers, experts;  // the first dense_layers layers have a dense MLP; one shared expert
+};
+
+// docs/models.md 2's tensor list as 9.4's FP8 release stores it: every projection of attention and MLPs
+// F8_E4M3 with an F32 `<name>_scale_inv` per 128 x 128 block; embedding, norms, router and lm_head BF16,
+// the router's selection bias F32.
+inline std::map<std::string, ExpectedTensor> deepseek_fp8_tensors(const DeepseekWidths& w) {
+    const DType bf = DType::bf16, f32 = DType::f32, fp8 = DType::f8_e4m3;
+    std::map<std::string, ExpectedTensor> t;
+    const auto proj = [&](const std::string& name, int64_t out, int64_t in) {
+        t[name + ".weight"] = {fp8, {out, in}};
+        t[name + ".weight_scale_inv"] = {f32, {fp8_blocks(out), fp8_blocks(in)}};
+    };
+    const auto swiglu = [&](const std::string& p, int64_t ff) {
+        proj(p + "gate_proj", ff, w.d_model);
+        proj(p + "up_proj", ff, w.d_model);
+        proj(p + "down_proj", w.d_model, ff);
+    };
+    t["model.embed_tokens.weight"] = {bf, {w.vocab, w.d_model}};
+    t["model.norm.weight"] = {bf, {w.d_model}};
+    t["lm_head.weight"] = {bf, {w.vocab, w.d_model}};
+    for (int l = 0; l < w.layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        t[p + "input_layernorm.weight"] = {bf, {w.d_model}};
+        t[p + "post_attention_layernorm.weight"] = {bf, {w.d_model}};
+        proj(p + "self_attn.q_a_proj", w.q_lora, w.d_model);
+        t[p + "self_attn.q_a_layernorm.weight"] = {bf, {w.q_lora}};
+        proj(p + "self_attn.q_b_proj", w.heads * (w.nope + w.rope), w.q_lora);
+        proj(p + "self_attn.kv_a_proj_with_mqa", w.kv_lora + w.rope, w.d_model);
+        t[p + "self_attn.kv_a_layernorm.weight"] = {bf, {w.kv_lora}};
+        proj(p + "self_attn.kv_b_proj", w.heads * (w.nope + w.v), w.kv_lora);
+        proj(p + "self_attn.o_proj", w.d_model, w.heads * w.v);
+        if (l < w.dense_layers) {
+            swiglu(p + "mlp.", w.dense_ffn);
+            continue;
+        }
+        t[p + "mlp.gate.weight"] = {bf, {w.experts, w.d_model}};
+        t[p + "mlp.gate.e_score_correction_bias"] = {f32, {w.experts}};
+        for (int e = 0; e < w.experts; ++e)
+            swiglu(p + "mlp.experts." + std::to_string(e) + ".", w.expert_ffn);
+        swiglu(p + "mlp.shared_experts.", w.expert_ffn);
+    }
+    return t;
+}
+
 // A suite whose tests read one checkpoint that `coli synth` writes once, before the first of them.
 // Suite is the derived fixture (each gets its own checkpoint); its SetUpTestSuite calls synth().
 template <class Suite>

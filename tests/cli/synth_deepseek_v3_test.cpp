@@ -37,41 +37,19 @@ using test::ExpectedTensor;
 
 // docs/models.md 2's tensor list for kLayers layers, stored as 9.4's FP8 release.
 std::map<std::string, ExpectedTensor> spec_tensors() {
-    const DType bf = DType::bf16, f32 = DType::f32, fp8 = DType::f8_e4m3;
-    std::map<std::string, ExpectedTensor> t;
-    const auto proj = [&](const std::string& name, int64_t out, int64_t in) {
-        t[name + ".weight"] = {fp8, {out, in}};
-        t[name + ".weight_scale_inv"] = {f32, {test::fp8_blocks(out), test::fp8_blocks(in)}};
-    };
-    const auto swiglu = [&](const std::string& p, int64_t ff) {
-        proj(p + "gate_proj", ff, D);
-        proj(p + "up_proj", ff, D);
-        proj(p + "down_proj", D, ff);
-    };
-    t["model.embed_tokens.weight"] = {bf, {kVocab, D}};
-    t["model.norm.weight"] = {bf, {D}};
-    t["lm_head.weight"] = {bf, {kVocab, D}};
-    for (int l = 0; l < kLayers; ++l) {
-        const std::string p = fmt::format("model.layers.{}.", l);
-        t[p + "input_layernorm.weight"] = {bf, {D}};
-        t[p + "post_attention_layernorm.weight"] = {bf, {D}};
-        proj(p + "self_attn.q_a_proj", kQLora, D);
-        t[p + "self_attn.q_a_layernorm.weight"] = {bf, {kQLora}};
-        proj(p + "self_attn.q_b_proj", H * (kNope + kRope), kQLora);
-        proj(p + "self_attn.kv_a_proj_with_mqa", kKvLora + kRope, D);
-        t[p + "self_attn.kv_a_layernorm.weight"] = {bf, {kKvLora}};
-        proj(p + "self_attn.kv_b_proj", H * (kNope + kV), kKvLora);
-        proj(p + "self_attn.o_proj", D, H * kV);
-        if (l < kDenseLayers) {
-            swiglu(p + "mlp.", kDenseFfn);
-            continue;
-        }
-        t[p + "mlp.gate.weight"] = {bf, {kExperts, D}};
-        t[p + "mlp.gate.e_score_correction_bias"] = {f32, {kExperts}};
-        for (int e = 0; e < kExperts; ++e) swiglu(fmt::format("{}mlp.experts.{}.", p, e), kExpertFfn);
-        swiglu(p + "mlp.shared_experts.", kExpertFfn);  // one shared expert
-    }
-    return t;
+    return test::deepseek_fp8_tensors({.d_model = D,
+                                       .vocab = kVocab,
+                                       .heads = H,
+                                       .q_lora = kQLora,
+                                       .kv_lora = kKvLora,
+                                       .nope = kNope,
+                                       .rope = kRope,
+                                       .v = kV,
+                                       .dense_ffn = kDenseFfn,
+                                       .expert_ffn = kExpertFfn,
+                                       .layers = kLayers,
+                                       .dense_layers = kDenseLayers,
+                                       .experts = kExperts});
 }
 
 class SynthDeepseekV3 : public test::SynthCheckpointTest<SynthDeepseekV3> {
