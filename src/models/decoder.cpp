@@ -54,14 +54,10 @@ void expert_shape_check(const TensorInfo& t, const DecoderSpec& spec) {
     if (spec.expert_ff <= 0 || spec.d_model <= 0) return;
     if (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16 && t.dtype != DType::f8_e4m3)
         return;
-    const auto ends_with = [&](std::string_view suffix) {
-        return t.name.size() >= suffix.size() &&
-               t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
     std::vector<int64_t> expect;
-    if (ends_with(".gate_proj.weight") || ends_with(".up_proj.weight"))
+    if (t.name.ends_with(".gate_proj.weight") || t.name.ends_with(".up_proj.weight"))
         expect = {spec.expert_ff, spec.d_model};
-    else if (ends_with(".down_proj.weight"))
+    else if (t.name.ends_with(".down_proj.weight"))
         expect = {spec.d_model, spec.expert_ff};
     else
         return;

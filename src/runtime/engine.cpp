@@ -58,10 +58,9 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
         const Timer timer;
         ExpertStore& store = model_->store();
         const ExpertStore::Preloaded p = store.preload();
-        preload_note_ =
-            fmt::format("experts preloaded: {} of {} ({:.2f} of {:.2f} GB) in {:.1f} s", p.experts,
-                        store.layout().n_experts * store.layout().n_layers, p.bytes / kBytesPerGB,
-                        store.total_expert_bytes() / kBytesPerGB, timer.seconds());
+        preload_note_ = fmt::format("experts preloaded: {} of {} ({:.2f} of {:.2f} GB) in {:.1f} s",
+                                    p.experts, p.of_experts, p.bytes / kBytesPerGB,
+                                    store.total_expert_bytes() / kBytesPerGB, timer.seconds());
     }
 }
 

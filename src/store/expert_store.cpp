@@ -67,6 +67,10 @@ struct ExpertStore::Impl {
     void run_read(Entry* e, uint32_t read);                         // on an I/O thread
     void refresh_hot_set();                                         // lock held
     void sort_by_disk(int layer, std::vector<int>& experts) const;  // by (file, offset) of the first read
+    // Waits (lock held on `lock`) until none of `entries` is loading, adding the wait to stall_seconds when
+    // count_stall; throws coli::Error naming the first whose read failed.
+    void wait_ready(std::unique_lock<std::mutex>& lock, const std::vector<std::shared_ptr<Entry>>& entries,
+                    bool count_stall);
     int max_resident(int layer) const;
     [[noreturn]] void fail_too_big(int layer, const std::vector<std::shared_ptr<Entry>>& held_for_request,
                                    const std::vector<int>& missing) const;
@@ -384,23 +388,28 @@ std::vector<ExpertHandle> ExpertStore::fetch(int layer, std::span<const int> exp
     }
     s.submit(reads);
 
-    auto landed = [&] {
-        return std::none_of(found.begin(), found.end(),
-                            [](const auto& e) { return e->state == Entry::State::loading; });
-    };
-    if (!landed()) {
-        waiting.reset();
-        s.read_done.wait(lock, landed);
-        s.stall_seconds += waiting.seconds();
-    }
-    for (const auto& e : found)
-        check(e->state == Entry::State::ready, "expert store: cannot read expert {} of layer {}: {}",
-              e->expert, e->layer, e->error);
+    s.wait_ready(lock, found, true);
 
     std::vector<ExpertHandle> handles;
     handles.reserve(experts.size());
     for (int x : experts) handles.emplace_back(got[x]);
     return handles;
+}
+
+void ExpertStore::Impl::wait_ready(std::unique_lock<std::mutex>& lock,
+                                   const std::vector<std::shared_ptr<Entry>>& entries, bool count_stall) {
+    const auto landed = [&] {
+        return std::none_of(entries.begin(), entries.end(),
+                            [](const auto& e) { return e->state == Entry::State::loading; });
+    };
+    if (!landed()) {
+        const Timer waiting;
+        read_done.wait(lock, landed);
+        if (count_stall) stall_seconds += waiting.seconds();
+    }
+    for (const auto& e : entries)
+        check(e->state == Entry::State::ready, "expert store: cannot read expert {} of layer {}: {}",
+              e->expert, e->layer, e->error);
 }
 
 void ExpertStore::Impl::sort_by_disk(int layer, std::vector<int>& experts) const {
@@ -439,14 +448,11 @@ ExpertStore::Preloaded ExpertStore::preload() {
         }
     }
     s.submit(reads);
-    s.read_done.wait(lock, [&] {
-        return std::none_of(loading.begin(), loading.end(),
-                            [](const auto& e) { return e->state == Entry::State::loading; });
-    });
+    s.wait_ready(lock, loading, false);  // preloading is not a stall: no token waits
     Preloaded done;
+    for (int layer = 0; layer < s.index->n_layers(); ++layer)
+        if (s.index->has_experts(layer)) done.of_experts += s.index->n_experts();
     for (const auto& e : loading) {
-        check(e->state == Entry::State::ready, "expert store: cannot read expert {} of layer {}: {}",
-              e->expert, e->layer, e->error);
         ++done.experts;
         done.bytes += e->loc->bytes;
     }

@@ -111,8 +111,9 @@ public:
     // layer, until the next would not fit without evicting one already held (every expert without a
     // budget), and waits for the reads. A server's first prompts then wait for no disk.
     struct Preloaded {
-        uint64_t experts = 0;  // experts read
-        uint64_t bytes = 0;    // their bytes (as total_expert_bytes counts them)
+        uint64_t experts = 0;     // experts read
+        uint64_t of_experts = 0;  // routed experts of the model (its MoE layers')
+        uint64_t bytes = 0;       // their bytes (as total_expert_bytes counts them)
     };
     Preloaded preload();
 

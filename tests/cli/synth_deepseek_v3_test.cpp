@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <set>
 
 #include "cli/coli_exec.h"
 #include "cli/synth_check.h"
@@ -139,18 +138,7 @@ TEST(SynthDeepseekV32, TensorsAreV3PlusTheIndexerAndItRuns) {
         want[ix + "k_norm.bias"] = {DType::f32, {kIndexDim}};
         want[ix + "weights_proj.weight"] = {DType::bf16, {kIndexHeads, D}};
     }
-    std::set<std::string> got;
-    for (const TensorInfo& t : ckpt->tensors()) {
-        got.insert(t.name);
-        const auto it = want.find(t.name);
-        if (it == want.end()) {
-            ADD_FAILURE() << "unexpected tensor " << t.name;
-            continue;
-        }
-        EXPECT_EQ(t.dtype, it->second.dtype) << t.name;
-        EXPECT_EQ(t.shape, it->second.shape) << t.name;
-    }
-    for (const auto& [name, e] : want) EXPECT_TRUE(got.count(name)) << "missing " << name;
+    test::expect_tensors(*ckpt, want);
 
     const nlohmann::json& c = ckpt->config();
     EXPECT_EQ(c["model_type"], "deepseek_v32");
