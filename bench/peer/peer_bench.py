@@ -29,9 +29,10 @@ Both engines get the same context length (--ctx; by default the longest prompt a
 whole context, would add its KV cache for 4096 positions to coli's RSS.
 Load time: the peer's is getLlama + loadModel + createContext, measured in its process; coli's is the
 process's wall time less its prompt and decode time (`coli run` prints those), so it includes process
-start and exit. --cache warm (the default) reads both engines' files once before the rounds and leaves
-them in the page cache; --cache cold drops the page cache before every run (needs root, and a writable
-/proc/sys/vm/drop_caches: when it is not, the run says so and stays warm).
+start and exit. --cache warm (the default) drops the page cache once (where allowed) and reads both
+engines' files once before the rounds, leaving them in the page cache; --cache cold drops the page cache
+before every run (needs root, and a writable /proc/sys/vm/drop_caches: when it is not, the run says so and
+stays warm).
 """
 
 import argparse
@@ -267,6 +268,11 @@ def main():
             cache_note = "--cache cold asked, but /proc/sys/vm/drop_caches is not writable here: files stay cached"
             args.cache = "warm"
     if args.cache == "warm":
+        # Dropped first where allowed, so that both engines' files enter the page cache the same way: how a
+        # file was first read decides the kernel's folio sizes for it, and with them what each process pays
+        # to touch a page for the first time (4 KB or 2 MB page-table entries).
+        if drop_caches():
+            cache_note = "page cache dropped once, then both engines' files read once before the rounds"
         read_through(sorted(args.model.glob("*.safetensors")) + [gguf_path])
     print(f"cache: {cache_note}", file=sys.stderr)
 

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "io/checkpoint_json.h"
+#include "io/mapping.h"
 
 namespace coli {
 
@@ -155,7 +156,7 @@ std::span<const uint8_t> Checkpoint::map_file(int file) const {
         // A file that changed size since open would fault (SIGBUS) on access instead of failing here.
         struct stat st {};
         bool same_size = ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == f.size;
-        void* p = same_size ? ::mmap(nullptr, f.size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+        void* p = same_size ? mapping_map_readonly(fd, f.size) : MAP_FAILED;
         int err = errno;
         ::close(fd);  // the mapping keeps its own reference to the file
         check(same_size, "{}: file changed size since the checkpoint was opened", f.path.string());
