@@ -3,7 +3,7 @@
 
 Usage (bench/peer/run.sh installs the npm packages and calls this):
   python3 bench/peer/peer_bench.py --model DIR [--rounds 3] [--threads T] [--backend cpu|cuda|vulkan]
-      [--prompts 128,512] [--decode 64] [--cache warm|cold] [--ctx N] [--no-agree] [--coli build/coli]
+      [--prompts 128,512] [--decode 64] [--cache warm|own|cold] [--ctx N] [--no-agree] [--coli build/coli]
       [--gguf FILE] [--json OUT.json]
 
 What it does:
@@ -32,7 +32,9 @@ process's wall time less its prompt and decode time (`coli run` prints those), s
 start and exit. --cache warm (the default) drops the page cache once (where allowed) and reads both
 engines' files once before the rounds, leaving them in the page cache; --cache cold drops the page cache
 before every run (needs root, and a writable /proc/sys/vm/drop_caches: when it is not, the run says so and
-stays warm).
+stays warm). --cache own drops the page cache before each engine's runs of a round and reads only that
+engine's files: the model resident for the engine that runs, for models whose two copies (safetensors and
+GGUF) do not fit in RAM together.
 """
 
 import argparse
@@ -142,6 +144,9 @@ class Coli:
     def __init__(self, args):
         self.args = args
 
+    def files(self):
+        return sorted(self.args.model.glob("*.safetensors"))
+
     def common(self):
         a = self.args
         return ["-m", str(a.model), "-t", str(a.threads), "--backend", a.backend, "--ctx", str(a.ctx),
@@ -174,6 +179,9 @@ class Peer:
 
     def __init__(self, args, gguf_path):
         self.args, self.gguf = args, gguf_path
+
+    def files(self):
+        return [self.gguf]
 
     def common(self, ids):
         a = self.args
@@ -239,7 +247,7 @@ def main():
     ap.add_argument("--backend", choices=("cpu", "cuda", "vulkan"), default="cpu")
     ap.add_argument("--prompts", default="128,512", help="prompt lengths; the first also times decode")
     ap.add_argument("--decode", type=int, default=64, help="greedy tokens after the first prompt")
-    ap.add_argument("--cache", choices=("warm", "cold"), default="warm")
+    ap.add_argument("--cache", choices=("warm", "own", "cold"), default="warm")
     ap.add_argument("--ctx", type=int, default=0,
                     help="context length of both engines (0: the longest prompt and --decode, rounded up to 256)")
     ap.add_argument("--no-agree", action="store_true", help="skip the agreement check")
@@ -261,11 +269,13 @@ def main():
     engines = [Coli(args), Peer(args, gguf_path)]
 
     cache_note = "files left in the page cache (read once before the rounds)"
-    if args.cache == "cold":
+    if args.cache in ("cold", "own"):
         if drop_caches():
-            cache_note = "page cache dropped before every run"
+            cache_note = ("page cache dropped before every run" if args.cache == "cold" else
+                          "page cache dropped before each engine's runs of a round, then that engine's files read")
         else:
-            cache_note = "--cache cold asked, but /proc/sys/vm/drop_caches is not writable here: files stay cached"
+            cache_note = (f"--cache {args.cache} asked, but /proc/sys/vm/drop_caches is not writable here: "
+                          "files stay cached")
             args.cache = "warm"
     if args.cache == "warm":
         # Dropped first where allowed, so that both engines' files enter the page cache the same way: how a
@@ -283,6 +293,9 @@ def main():
         order = engines if r % 2 == 0 else engines[::-1]
         for e in order:
             rec = {"prefill": {}}
+            if args.cache == "own":
+                drop_caches()
+                read_through(e.files())
             for i, p in enumerate(prompts):
                 if args.cache == "cold":
                     drop_caches()

@@ -3,7 +3,7 @@
 # checkpoint to GGUF (cached), runs both in interleaved rounds, prints one markdown table and the engines'
 # agreement. See bench/peer/peer_bench.py for what is measured, docs/benchmarks.md for the results.
 # Usage (after scripts/build.sh): bench/peer/run.sh --model DIR [--rounds 3] [--threads 2] [--backend cpu]
-#        [--prompts 128,512] [--decode 64] [--cache warm|cold] [--no-agree] [--json OUT]
+#        [--prompts 128,512] [--decode 64] [--cache warm|own|cold] [--no-agree] [--json OUT]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command -v node >/dev/null && command -v npm >/dev/null || {

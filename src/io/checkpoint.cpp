@@ -13,8 +13,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/pages.h"
 #include "io/checkpoint_json.h"
-#include "io/mapping.h"
 
 namespace coli {
 
@@ -117,7 +117,7 @@ std::unique_ptr<Checkpoint> Checkpoint::shapes(const std::string& name, nlohmann
 
 Checkpoint::~Checkpoint() {
     for (File& f : files_)
-        if (f.map) ::munmap(const_cast<uint8_t*>(f.map), f.size);
+        if (f.map) PagesUnmap{f.size}(const_cast<uint8_t*>(f.map));
 }
 
 const TensorInfo* Checkpoint::find(const std::string& name) const {
@@ -156,7 +156,7 @@ std::span<const uint8_t> Checkpoint::map_file(int file) const {
         // A file that changed size since open would fault (SIGBUS) on access instead of failing here.
         struct stat st {};
         bool same_size = ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == f.size;
-        void* p = same_size ? mapping_map_readonly(fd, f.size) : MAP_FAILED;
+        void* p = same_size ? pages_map(f.size, fd) : MAP_FAILED;
         int err = errno;
         ::close(fd);  // the mapping keeps its own reference to the file
         check(same_size, "{}: file changed size since the checkpoint was opened", f.path.string());

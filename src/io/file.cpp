@@ -41,22 +41,27 @@ size_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::fi
 }  // namespace
 
 void AlignedFree::operator()(void* p) const {
-    std::free(p);
+    if (mapped_bytes > 0)
+        PagesUnmap{mapped_bytes}(p);
+    else
+        std::free(p);
 }
 
 AlignedBytes aligned_alloc_bytes(size_t n) {
     // Never zero bytes: a zero-byte allocation may return nullptr, which callers would have to
     // special-case.
     const size_t bytes = align_up(n == 0 ? 1 : n);
-    // A buffer of a huge page or more starts on one and asks for huge pages (Linux's transparent huge
-    // pages are often given only on request): filling it faults once per huge page instead of once per
-    // 4 KB page, which on a virtual machine is most of the cost of reading an expert into fresh memory,
-    // and reading it misses the TLB that much less. The tail past the last whole huge page stays small pages.
-    const bool huge = bytes >= kHugePageBytes;
+    // A buffer of a huge page or more in huge pages (core/pages.h): filling it faults once per 2 MB instead
+    // of once per 4 KB page, which on a virtual machine is most of the cost of reading an expert into fresh
+    // memory, and reading it misses the TLB that much less.
+    if (bytes >= kHugePageBytes) {
+        void* p = pages_map(bytes);
+        check(p != MAP_FAILED, "out of memory: cannot allocate {} aligned bytes", bytes);
+        return AlignedBytes(static_cast<uint8_t*>(p), AlignedFree{bytes});
+    }
     void* p = nullptr;
-    const int err = ::posix_memalign(&p, huge ? kHugePageBytes : kDirectAlign, bytes);
+    const int err = ::posix_memalign(&p, kDirectAlign, bytes);
     check(err == 0 && p != nullptr, "out of memory: cannot allocate {} aligned bytes", bytes);
-    if (huge) ::madvise(p, bytes, MADV_HUGEPAGE);  // advice: where huge pages are off, nothing changes
     return AlignedBytes(static_cast<uint8_t*>(p));
 }
 

@@ -6,17 +6,19 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/pages.h"
+
 namespace coli {
 
-inline constexpr size_t kDirectAlign = 4096;        // O_DIRECT offset/size/address alignment
-inline constexpr size_t kHugePageBytes = 2u << 20;  // a transparent huge page (x86-64, arm64 with 4 KB pages)
+inline constexpr size_t kDirectAlign = 4096;  // O_DIRECT offset/size/address alignment
 
 // Memory aligned for O_DIRECT, freed by the deleter.
 struct AlignedFree {
+    size_t mapped_bytes = 0;  // > 0: mapped by pages_map with this size; 0: from posix_memalign
     void operator()(void* p) const;
 };
 using AlignedBytes = std::unique_ptr<uint8_t[], AlignedFree>;
-AlignedBytes aligned_alloc_bytes(size_t n);  // n rounded up to kDirectAlign; huge pages from 2 MB
+AlignedBytes aligned_alloc_bytes(size_t n);  // n rounded up to kDirectAlign; huge pages from kHugePageBytes
 
 // A read-only file opened twice: buffered and, when the filesystem supports it, with O_DIRECT.
 class ReadFile {

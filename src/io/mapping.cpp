@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "io/file.h"
 
 namespace coli {
 
@@ -18,29 +17,6 @@ constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack the na
 #endif
 
 }  // namespace
-
-void* mapping_map_readonly(int fd, size_t size) {
-    if (size < kHugePageBytes) return ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    // Reserve a huge page more than needed, place the file at the first boundary inside, give the rest back.
-    void* reserved = ::mmap(nullptr, size + kHugePageBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (reserved == MAP_FAILED) return MAP_FAILED;
-    const auto start = reinterpret_cast<uintptr_t>(reserved);
-    const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
-    void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
-    if (p == MAP_FAILED) {
-        const int err = errno;
-        ::munmap(reserved, size + kHugePageBytes);
-        errno = err;
-        return MAP_FAILED;
-    }
-    if (aligned > start) ::munmap(reserved, aligned - start);
-    static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t tail = (aligned + size + page - 1) & ~(page - 1),
-                    reserved_end = start + size + kHugePageBytes;
-    if (tail < reserved_end) ::munmap(reinterpret_cast<void*>(tail), reserved_end - tail);
-    ::madvise(p, size, MADV_HUGEPAGE);  // advice: where huge pages are off, nothing changes
-    return p;
-}
 
 void mapping_populate(std::span<const uint8_t> bytes) {
     if (bytes.empty()) return;

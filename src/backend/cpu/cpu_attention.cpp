@@ -149,51 +149,69 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, Kv
         std::copy_n(row(v, i), kv_width, row(cache.v, pos0 + i));
     }
     const int group = s.n_heads / s.n_kv_heads;
-    // One task per (query, block of up to kHeadBlock heads of one kv head), which meet each cached row once;
-    // each task owns its output slices and its buffers.
-    const int blocks_per_kv = (group + kHeadBlock - 1) / kHeadBlock;
-    const int64_t blocks = int64_t{s.n_kv_heads} * blocks_per_kv;
-    pool_.parallel_for(n * blocks, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores(kHeadBlock * (pos0 + n));  // [head, key]
-        std::vector<float> dropped(kHeadBlock * hd);         // outputs of a block's heads past its kv head's
+    // A task takes up to kHeadBlock (query, head) vectors that share one kv head: a block of that kv head's
+    // heads times a block of consecutive queries (all heads of a group first, then as many queries as fill
+    // the block), and they meet each cached row once. Tasks run the query blocks of one head block one after
+    // another, so that a thread's range reuses that kv head's cached rows from its own cache (taken query by
+    // query, every query would stream the whole cache again). Each task owns its outputs and buffers.
+    const int heads_per_block = std::min(group, kHeadBlock);
+    const int queries_per_block = kHeadBlock / heads_per_block;
+    const int blocks_per_kv = (group + heads_per_block - 1) / heads_per_block;
+    const int64_t query_blocks = (n + queries_per_block - 1) / queries_per_block;
+    const int64_t tasks = int64_t{s.n_kv_heads} * blocks_per_kv * query_blocks;
+    pool_.parallel_for(tasks, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> scores(kHeadBlock * (pos0 + n));  // [vector, key]
+        std::vector<float> dropped(kHeadBlock * hd);         // outputs of the vectors past the block's
         for (int64_t task = begin; task < end; ++task) {
-            const int64_t i = task / blocks, kvh = task % blocks / blocks_per_kv;
-            // The block's first head within the kv head's group.
-            const int first = static_cast<int>(task % blocks_per_kv) * kHeadBlock;
-            const int heads = std::min(kHeadBlock, group - first);
-            const int64_t n_keys = pos0 + i + 1;  // causal: keys 0 .. pos0 + i
+            const int64_t block = task / query_blocks, kvh = block / blocks_per_kv;
+            const int64_t i0 = task % query_blocks * queries_per_block;  // the block's first query
+            // The block's first head within the kv head's group, its heads and its queries.
+            const int first = static_cast<int>(block % blocks_per_kv) * heads_per_block;
+            const int heads = std::min(heads_per_block, group - first);
+            const int queries = static_cast<int>(std::min<int64_t>(queries_per_block, n - i0));
+            const int count = heads * queries;  // vectors; the slots past them repeat the last one
             const int64_t h0 = kvh * group + first;
-            const auto qh = head_block(row(q, i) + h0 * hd, hd, heads);  // [hd] each
-            float* sc[kHeadBlock];                                       // [n_keys] each
-            float* o[kHeadBlock];                                        // [hd] each
+            std::array<const float*, kHeadBlock> qv;  // [hd] each
+            int64_t n_keys[kHeadBlock];               // causal: keys 0 .. pos0 + the vector's query
+            float* sc[kHeadBlock];                    // [n_keys] each
+            float* o[kHeadBlock];                     // [hd] each
             for (int m = 0; m < kHeadBlock; ++m) {
+                const int v = std::min(m, count - 1);
+                const int64_t i = i0 + v / heads, h = h0 + v % heads;
+                qv[m] = row(q, i) + h * hd;
+                n_keys[m] = pos0 + i + 1;
                 sc[m] = &scores[m * (pos0 + n)];
-                o[m] = m < heads ? row(out, i) + (h0 + m) * hd : &dropped[m * hd];
+                o[m] = m < count ? row(out, i) + h * hd : &dropped[m * hd];
             }
-            // A lone head (multi-head attention: one per kv head) takes the one-head loops, not a block of
-            // copies of itself.
-            const int computed = heads == 1 ? 1 : kHeadBlock;
-            for (int64_t j = 0; j < n_keys; ++j) {
+            // A lone vector (one query of multi-head attention) takes the one-vector loops, not a block of
+            // copies of itself. Keys past a vector's own are scored with the rest and never used.
+            const int computed = count == 1 ? 1 : kHeadBlock;
+            const int64_t keys_all = n_keys[0],
+                          keys_any = n_keys[count - 1];  // every vector's, some vector's
+            for (int64_t j = 0; j < keys_any; ++j) {
                 float dots[kHeadBlock];
-                if (heads == 1)
-                    dots[0] = dot(qh[0], row(cache.k, j) + kvh * hd, hd);
+                if (count == 1)
+                    dots[0] = dot(qv[0], row(cache.k, j) + kvh * hd, hd);
                 else
-                    dot_block(qh.data(), row(cache.k, j) + kvh * hd, hd, dots);
+                    dot_block(qv.data(), row(cache.k, j) + kvh * hd, hd, dots);
                 for (int m = 0; m < computed; ++m) sc[m][j] = dots[m] * s.scale;
             }
             for (int m = 0; m < computed; ++m) {
-                softmax_in_place(sc[m], n_keys);
+                softmax_in_place(sc[m], n_keys[m]);
                 std::fill_n(o[m], hd, 0.0f);
             }
-            for (int64_t j = 0; j < n_keys; ++j) {
+            for (int64_t j = 0; j < keys_any; ++j) {
                 const float* vj = row(cache.v, j) + kvh * hd;
-                if (heads == 1) {
+                if (count == 1) {
                     axpy(sc[0][j], vj, o[0], hd);
-                    continue;
+                } else if (j < keys_all) {
+                    float p[kHeadBlock];
+                    for (int m = 0; m < kHeadBlock; ++m) p[m] = sc[m][j];
+                    axpy_block(p, vj, o, hd);
+                } else {
+                    for (int m = 0; m < count; ++m)
+                        if (j < n_keys[m]) axpy(sc[m][j], vj, o[m], hd);
                 }
-                float p[kHeadBlock];
-                for (int m = 0; m < kHeadBlock; ++m) p[m] = sc[m][j];
-                axpy_block(p, vj, o, hd);
             }
         }
     });

@@ -1,7 +1,9 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <sys/mman.h>
 #include <algorithm>
 #include <cmath>
+
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -10,6 +12,7 @@
 
 #include "backend/activations.h"
 #include "backend/cpu/cpu_tensor.h"
+#include "core/pages.h"
 #include "core/thread_pool.h"
 
 namespace coli {
@@ -26,11 +29,22 @@ std::string CpuBackend::description() const {
 
 Tensor CpuBackend::tensor_new(int64_t rows, int64_t cols) {
     check(rows >= 0 && cols >= 0, "tensor_new: negative shape [{}, {}]", rows, cols);
-    // calloc, not new float[](): a large block comes as fresh zero pages from the kernel, so it costs memory
-    // and time only where it is written (a KV cache sized for the whole context, at start).
-    void* p = std::calloc(std::max<size_t>(1, static_cast<size_t>(rows * cols)), sizeof(float));
+    const size_t bytes = std::max<size_t>(1, static_cast<size_t>(rows * cols)) * sizeof(float);
+    // Fresh zero pages from the kernel, not new float[](): they cost memory and time only where written (a
+    // KV cache sized for the whole context, at start); large ones in huge pages (core/pages.h).
+    if (bytes >= kHugePageBytes) {
+        void* p = pages_map(bytes);
+        check(p != MAP_FAILED, "tensor_new: cannot allocate [{}, {}] floats", rows, cols);
+        return Tensor(this, rows, cols, std::shared_ptr<void>(p, PagesUnmap{bytes}));
+    }
+    void* p = std::calloc(bytes, 1);
     check(p != nullptr, "tensor_new: cannot allocate [{}, {}] floats", rows, cols);
     return Tensor(this, rows, cols, std::shared_ptr<void>(p, std::free));
+}
+
+float* CpuBackend::scratch(Tensor& t, int64_t n) {
+    if (t.numel() < n) t = tensor_new(1, n);
+    return data(t);
 }
 
 void CpuBackend::tensor_write(Tensor& t, std::span<const float> src) {

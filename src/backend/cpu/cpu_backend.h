@@ -66,11 +66,14 @@ public:
 
 private:
     ThreadPool& pool_;
-    // moe_experts' work arrays, kept between calls (one op runs at a time on a backend).
+    // moe_experts' work arrays, kept between calls (one op runs at a time on a backend): at prefill they are
+    // tens of megabytes, which fresh allocations would fault in again at every call.
     struct MoeScratch {
-        std::vector<float> xs, gate, up, out;  // routed rows of x, hidden, hidden, outputs
+        Tensor xs, gate, up, out;  // routed rows of x, hidden, hidden, outputs; [1, capacity] each
     };
     MoeScratch moe_scratch_;
+    // t's floats, reallocated (zero-filled) when it holds fewer than n.
+    float* scratch(Tensor& t, int64_t n);
 };
 
 }  // namespace coli

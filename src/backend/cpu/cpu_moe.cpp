@@ -16,6 +16,14 @@ using cpu::check_shape;
 using cpu::data;
 using cpu::row;
 
+namespace {
+
+// Rows (or tokens) per task of the copy and combine loops at least: a decode step's few rows are faster on
+// one thread than handed out.
+constexpr int64_t kMoeMinRowsPerTask = 16;
+
+}  // namespace
+
 Routing CpuBackend::route_softmax_topk(const Tensor& logits, int k, bool renormalize) {
     const int64_t n = logits.rows(), n_experts = logits.cols();
     check(k > 0 && k <= n_experts, "route_softmax_topk: k = {} of {} experts", k, n_experts);
@@ -59,16 +67,15 @@ void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routi
     std::vector<int64_t> hidden(experts.size() + 1, 0);
     for (size_t i = 0; i < experts.size(); ++i)
         hidden[i + 1] = hidden[i] + p.rows_of(i) * (p.rows_of(i) ? experts[i].gate.rows() : 0);
-    // Reused across calls: at prefill they are megabytes, and fresh ones would be zeroed and faulted in.
-    std::vector<float>& xs = moe_scratch_.xs;      // [total, d_model]  routed rows of x, by expert
-    std::vector<float>& gate = moe_scratch_.gate;  // [sum m d_ff]      then the activation
-    std::vector<float>& up = moe_scratch_.up;      // [sum m d_ff]
-    std::vector<float>& out = moe_scratch_.out;    // [total, d_model]
-    for (auto* v : {&xs, &out})
-        if (v->size() < size_t(p.total() * d_model)) v->resize(p.total() * d_model);
-    for (auto* v : {&gate, &up})
-        if (v->size() < size_t(hidden.back())) v->resize(hidden.back());
-    for (int64_t j = 0; j < p.total(); ++j) std::copy_n(row(x, p.rows[j]), d_model, &xs[j * d_model]);
+    float* xs =
+        scratch(moe_scratch_.xs, p.total() * d_model);        // [total, d_model]  routed rows of x, by expert
+    float* gate = scratch(moe_scratch_.gate, hidden.back());  // [sum m d_ff]      then the activation
+    float* up = scratch(moe_scratch_.up, hidden.back());      // [sum m d_ff]
+    float* out = scratch(moe_scratch_.out, p.total() * d_model);  // [total, d_model]
+    // The loops between the matmuls run on the pool too: at prefill they move tens of megabytes per layer.
+    pool_.parallel_for(p.total(), kMoeMinRowsPerTask, [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) std::copy_n(row(x, p.rows[j]), d_model, &xs[j * d_model]);
+    });
 
     // Every used expert's gate and up in one loop over the pool, then the downs in another.
     std::vector<MatmulTask> tasks;
@@ -79,20 +86,31 @@ void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routi
     }
     matmul_batch(tasks.data(), tasks.size(), pool_);
     tasks.clear();
-    for (size_t i : p.used) {
-        const GluActivation& act = experts[i].act;
-        for (int64_t j = hidden[i]; j < hidden[i + 1]; ++j)
-            gate[j] = glu(act.kind, act.beta, act.linear_beta, gate[j], up[j]);
+    pool_.parallel_for(static_cast<int64_t>(p.used.size()), 1, [&](int64_t u0, int64_t u1) {
+        for (int64_t u = u0; u < u1; ++u) {
+            const size_t i = p.used[u];
+            const GluActivation& act = experts[i].act;
+            for (int64_t j = hidden[i]; j < hidden[i + 1]; ++j)
+                gate[j] = glu(act.kind, act.beta, act.linear_beta, gate[j], up[j]);
+        }
+    });
+    for (size_t i : p.used)
         tasks.push_back({experts[i].down.host, &gate[hidden[i]], p.rows_of(i), &out[p.offset[i] * d_model]});
-    }
     matmul_batch(tasks.data(), tasks.size(), pool_);  // [m, d_model] each
 
-    // Added in span order, as every backend's combine does.
-    for (size_t i : p.used)
-        for (int64_t j = p.offset[i]; j < p.offset[i + 1]; ++j) {
-            float* yt = row(y, p.rows[j]);
-            for (int64_t c = 0; c < d_model; ++c) yt[c] += out[j * d_model + c] * p.gains[j];
+    // Each token's rows added in span order, as every backend's combine does; tokens split over the pool.
+    const MoeSlots slots = moe_slots(p, r);
+    pool_.parallel_for(r.n_tokens, kMoeMinRowsPerTask, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            float* yt = row(y, t);
+            for (int k = 0; k < r.k; ++k) {
+                const int32_t j = slots.rows[t * r.k + k];
+                if (j < 0) continue;
+                const float gain = slots.gains[t * r.k + k];
+                for (int64_t c = 0; c < d_model; ++c) yt[c] += out[j * d_model + c] * gain;
+            }
         }
+    });
 }
 
 }  // namespace coli
