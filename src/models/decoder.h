@@ -34,10 +34,14 @@ struct DecoderSpec {
     std::string norm_name = "model.norm.weight";
     std::string head_name = "lm_head.weight";
     int64_t d_model = 0;  // hidden_size, checked against the embedding, final norm and lm_head; 0 = unchecked
-    // A routed expert's width and the config key that gives it, checked against every expert's
-    // gate_proj / up_proj ([width, d_model]) and down_proj ([d_model, width]) stored unpacked; 0 = unchecked.
+    // A routed expert's width and the config key that gives it, checked against every expert's gate and up
+    // projections ([width, d_model]; gate_proj / up_proj, or w1 / w3) and down projection ([d_model, width];
+    // down_proj or w2) stored unpacked; 0 = unchecked.
     int64_t expert_ff = 0;
     std::string expert_ff_key = "";
+    // The width routed experts work in where it is not hidden_size (Kimi K3's latent experts), and its key.
+    int64_t expert_d = 0;
+    std::string expert_d_key = "";
 };
 
 class Decoder : public Model {

@@ -93,25 +93,35 @@ public:
 private:
     DeepseekLayerWeights layer_load(WeightLoader& load, int l) {
         const std::string p = fmt::format("model.layers.{}.", l);
+        const int64_t d = cfg_.d_model;
         DeepseekLayerWeights w;
-        w.input_norm = load.vector(p + "input_layernorm.weight");
-        w.mla = mla_load(load, p + "self_attn.", mla_);
+        w.input_norm = load.vector(p + "input_layernorm.weight", {{d}, "hidden_size"});
+        w.mla = mla_load(load, p + "self_attn.", mla_, d);
         if (cfg_.dsa() && cfg_.index_full[l]) {
             const std::string ix = p + "self_attn.indexer.";
-            w.index_q = load.matrix(ix + "wq_b.weight");
-            w.index_k = load.matrix(ix + "wk.weight");
-            w.index_k_norm = load.vector(ix + "k_norm.weight");
-            w.index_k_bias = load.vector(ix + "k_norm.bias");
-            w.index_weights = load.matrix(ix + "weights_proj.weight");
+            const int64_t width = int64_t{cfg_.index_heads} * cfg_.index_dim;
+            w.index_q = load.matrix(ix + "wq_b.weight",
+                                    {{width, cfg_.q_lora}, "index_n_heads, index_head_dim and q_lora_rank"});
+            w.index_k =
+                load.matrix(ix + "wk.weight", {{cfg_.index_dim, d}, "index_head_dim and hidden_size"});
+            w.index_k_norm = load.vector(ix + "k_norm.weight", {{cfg_.index_dim}, "index_head_dim"});
+            w.index_k_bias = load.vector(ix + "k_norm.bias", {{cfg_.index_dim}, "index_head_dim"});
+            w.index_weights = load.matrix(ix + "weights_proj.weight",
+                                          {{cfg_.index_heads, d}, "index_n_heads and hidden_size"});
         }
-        w.post_norm = load.vector(p + "post_attention_layernorm.weight");
+        w.post_norm = load.vector(p + "post_attention_layernorm.weight", {{d}, "hidden_size"});
         if (cfg_.is_moe(l)) {
-            w.router = load.matrix(p + "mlp.gate.weight");
-            w.router_bias = load.vector(p + "mlp.gate.e_score_correction_bias");
+            w.router =
+                load.matrix(p + "mlp.gate.weight", {{cfg_.n_experts, d}, "n_routed_experts and hidden_size"});
+            w.router_bias =
+                load.vector(p + "mlp.gate.e_score_correction_bias", {{cfg_.n_experts}, "n_routed_experts"});
         }
         if (!cfg_.is_moe(l) || cfg_.n_shared > 0) {
-            w.mlp =
-                mlp_load(load, cfg_.is_moe(l) ? p + "mlp.shared_experts." : p + "mlp.", cfg_.n_experts, l);
+            const MlpWidths widths = cfg_.is_moe(l) ? MlpWidths{d, cfg_.n_shared * cfg_.d_expert,
+                                                                "n_shared_experts, moe_intermediate_size"}
+                                                    : MlpWidths{d, cfg_.d_ff, "intermediate_size"};
+            w.mlp = mlp_load(load, cfg_.is_moe(l) ? p + "mlp.shared_experts." : p + "mlp.", widths,
+                             cfg_.n_experts, l);
             w.has_mlp = true;
         }
         return w;

@@ -142,7 +142,10 @@ public:
                                               : std::string(dtype_name(first_gate->dtype)),
                                .embed_name = orig_ ? "embed.weight" : "model.embed_tokens.weight",
                                .norm_name = orig_ ? "norm.weight" : "model.norm.weight",
-                               .head_name = orig_ ? "head.weight" : "lm_head.weight"};
+                               .head_name = orig_ ? "head.weight" : "lm_head.weight",
+                               .d_model = cfg_.d_model,
+                               .expert_ff = cfg_.d_expert,
+                               .expert_ff_key = "moe_intermediate_size"};
         load_weights(ckpt, opts, spec, load_layers, expert_tensors);
         summarize(ckpt);
     }
@@ -231,21 +234,20 @@ private:
     V4LayerWeights layer_load(WeightLoader& load, int l) {
         V4LayerWeights w;
         w.hc_attn = hc_load(load, l, kHcAttnFn, kHcAttnBase, kHcAttnScale);
-        w.attn_norm = load.vector(layer_name(l, kAttnNorm));
-        w.wq_a = load.matrix(layer_name(l, kWqA));
-        w.q_norm = load.vector(layer_name(l, kQNorm));
-        w.wq_b = load.matrix(layer_name(l, kWqB));
-        w.wkv = load.matrix(layer_name(l, kWkv));
-        w.kv_norm = load.vector(layer_name(l, kKvNorm));
-        w.sinks = load.vector(layer_name(l, kSinks));
-        w.wo_a = load.matrix(layer_name(l, kWoA));
-        w.wo_b = load.matrix(layer_name(l, kWoB));
-        const int64_t hd = cfg_.head_dim, heads = cfg_.n_heads;
-        check(w.wq_b.rows() == heads * hd && w.wkv.rows() == hd && w.sinks.cols() == heads &&
-                  w.wo_a.rows() == int64_t(cfg_.o_groups) * cfg_.o_lora &&
-                  w.wo_a.cols() == heads * hd / cfg_.o_groups,
-              "deepseek_v4: layer {}'s attention weights do not match {} heads of {} in {} output groups", l,
-              heads, hd, cfg_.o_groups);
+        const int64_t d = cfg_.d_model, hd = cfg_.head_dim, heads = cfg_.n_heads;
+        const int64_t o_width = int64_t{cfg_.o_groups} * cfg_.o_lora;
+        w.attn_norm = load.vector(layer_name(l, kAttnNorm), {{d}, "hidden_size"});
+        w.wq_a = load.matrix(layer_name(l, kWqA), {{cfg_.q_lora, d}, "q_lora_rank and hidden_size"});
+        w.q_norm = load.vector(layer_name(l, kQNorm), {{cfg_.q_lora}, "q_lora_rank"});
+        w.wq_b = load.matrix(layer_name(l, kWqB),
+                             {{heads * hd, cfg_.q_lora}, "num_attention_heads, head_dim and q_lora_rank"});
+        w.wkv = load.matrix(layer_name(l, kWkv), {{hd, d}, "head_dim and hidden_size"});
+        w.kv_norm = load.vector(layer_name(l, kKvNorm), {{hd}, "head_dim"});
+        w.sinks = load.vector(layer_name(l, kSinks), {{heads}, "num_attention_heads"});
+        w.wo_a =
+            load.matrix(layer_name(l, kWoA), {{o_width, heads * hd / cfg_.o_groups},
+                                              "o_groups, o_lora_rank, num_attention_heads and head_dim"});
+        w.wo_b = load.matrix(layer_name(l, kWoB), {{d, o_width}, "hidden_size, o_groups and o_lora_rank"});
         if (cfg_.compressed(l)) w.compressor = compressor_load(load, l, kCompressor, cfg_.head_dim);
         if (cfg_.attn[l] == Attn::csa) {
             w.index_compressor = compressor_load(load, l, kIndexCompressor, cfg_.index_dim);
@@ -253,8 +255,9 @@ private:
             w.index_weights = load.matrix(layer_name(l, kIndexWeights));
         }
         w.hc_ffn = hc_load(load, l, kHcFfnFn, kHcFfnBase, kHcFfnScale);
-        w.ffn_norm = load.vector(layer_name(l, kFfnNorm));
-        w.router = load.matrix(layer_name(l, kRouter));
+        w.ffn_norm = load.vector(layer_name(l, kFfnNorm), {{d}, "hidden_size"});
+        w.router =
+            load.matrix(layer_name(l, kRouter), {{cfg_.n_experts, d}, "n_routed_experts and hidden_size"});
         if (cfg_.hash[l]) {
             const std::string name = layer_name(l, kTid2eid);
             const std::vector<int64_t> ids = load.integers(name);
@@ -268,14 +271,16 @@ private:
                 w.tid2eid.push_back(static_cast<int32_t>(id));
             }
         } else {
-            w.router_bias = load.vector(layer_name(l, kRouterBias));
+            w.router_bias = load.vector(layer_name(l, kRouterBias), {{cfg_.n_experts}, "n_routed_experts"});
         }
         const std::string shared = layer_name(l, kShared);
         const SwigluNames& names = orig_ ? kOrigExpertNames : SwigluNames{};
+        const int64_t shared_ff = int64_t{cfg_.n_shared} * cfg_.d_expert;
+        const std::string shared_keys = "n_shared_experts, moe_intermediate_size and hidden_size";
         w.shared = {cfg_.n_experts,
-                    load.matrix(shared + names.gate + ".weight"),
-                    load.matrix(shared + names.up + ".weight"),
-                    load.matrix(shared + names.down + ".weight"),
+                    load.matrix(shared + names.gate + ".weight", {{shared_ff, d}, shared_keys}),
+                    load.matrix(shared + names.up + ".weight", {{shared_ff, d}, shared_keys}),
+                    load.matrix(shared + names.down + ".weight", {{d, shared_ff}, shared_keys}),
                     l,
                     glu()};
         return w;

@@ -87,7 +87,11 @@ public:
                                .top_k = cfg_.top_k,
                                .dense = ckpt.get(layer_prefix(0) + "self_attn.o_proj.weight").dtype,
                                .experts = experts,
-                               .d_model = cfg_.d_model};
+                               .d_model = cfg_.d_model,
+                               .expert_ff = cfg_.d_expert,
+                               .expert_ff_key = "moe_intermediate_size",
+                               .expert_d = cfg_.d_latent,
+                               .expert_d_key = "routed_expert_hidden_size"};
         load_weights(ckpt, opts, spec, load_layers, expert_tensors);
         summarize();
     }
@@ -124,22 +128,25 @@ private:
 
     KimiLayerWeights layer_load(const Checkpoint& ckpt, WeightLoader& load, int l) {
         const std::string p = layer_prefix(l), a = p + "self_attn.";
+        const int64_t d = cfg_.d_model;
         KimiLayerWeights w;
-        w.input_norm = load.vector(p + "input_layernorm.weight");
-        w.post_norm = load.vector(p + "post_attention_layernorm.weight");
+        w.input_norm = load.vector(p + "input_layernorm.weight", {{d}, "hidden_size"});
+        w.post_norm = load.vector(p + "post_attention_layernorm.weight", {{d}, "hidden_size"});
         if (cfg_.mla_layer[l]) {
-            w.mla = mla_load(load, a, mla_);
+            w.mla = mla_load(load, a, mla_, d);
         } else {
             KdaWeights& k = w.kda;
-            const int64_t width = int64_t{cfg_.kda_heads} * cfg_.kda_dim;
-            k.q = load.matrix(a + "q_proj.weight");
-            k.k = load.matrix(a + "k_proj.weight");
-            k.v = load.matrix(a + "v_proj.weight");
+            const int64_t width = int64_t{cfg_.kda_heads} * cfg_.kda_dim, dim = cfg_.kda_dim;
+            // linear_attn_config's keys.
+            const std::string in = "num_heads, head_dim and hidden_size", low = "head_dim and hidden_size";
+            k.q = load.matrix(a + "q_proj.weight", {{width, d}, in});
+            k.k = load.matrix(a + "k_proj.weight", {{width, d}, in});
+            k.v = load.matrix(a + "v_proj.weight", {{width, d}, in});
             k.q_conv = load.f32(load.floats(a + "q_conv1d.weight"), width, cfg_.conv_kernel);
             k.k_conv = load.f32(load.floats(a + "k_conv1d.weight"), width, cfg_.conv_kernel);
             k.v_conv = load.f32(load.floats(a + "v_conv1d.weight"), width, cfg_.conv_kernel);
-            k.f_a = load.matrix(a + "f_a_proj.weight");
-            k.f_b = load.matrix(a + "f_b_proj.weight");
+            k.f_a = load.matrix(a + "f_a_proj.weight", {{dim, d}, low});
+            k.f_b = load.matrix(a + "f_b_proj.weight", {{width, dim}, "num_heads and head_dim"});
             k.dt_bias = load.f32(load.floats(a + "dt_bias"), 1, width);
             // Stored [1, 1, H, 1] (Kimi Linear) or zero-padded past the heads (K3): the first H values.
             std::vector<float> a_log = load.floats(a + "A_log");
@@ -147,15 +154,15 @@ private:
                   "{}A_log holds {} values for {} heads", a, a_log.size(), cfg_.kda_heads);
             a_log.resize(cfg_.kda_heads);
             k.a_log = load.f32(std::move(a_log), 1, cfg_.kda_heads);
-            k.beta = load.matrix(a + "b_proj.weight");
+            k.beta = load.matrix(a + "b_proj.weight", {{cfg_.kda_heads, d}, "num_heads and hidden_size"});
             if (cfg_.full_rank_gate) {
-                k.g_b = load.matrix(a + "g_proj.weight");
+                k.g_b = load.matrix(a + "g_proj.weight", {{width, d}, in});
             } else {
-                k.g_a = load.matrix(a + "g_a_proj.weight");
-                k.g_b = load.matrix(a + "g_b_proj.weight");
+                k.g_a = load.matrix(a + "g_a_proj.weight", {{dim, d}, low});
+                k.g_b = load.matrix(a + "g_b_proj.weight", {{width, dim}, "num_heads and head_dim"});
             }
-            k.o_norm = load.vector(a + "o_norm.weight");
-            k.o = load.matrix(a + "o_proj.weight");
+            k.o_norm = load.vector(a + "o_norm.weight", {{dim}, "head_dim"});
+            k.o = load.matrix(a + "o_proj.weight", {{d, width}, "hidden_size, num_heads and head_dim"});
         }
         if (cfg_.attn_res_block > 0) {
             w.attn_res =
@@ -165,19 +172,27 @@ private:
         const std::string moe = p + "block_sparse_moe.";
         std::string mlp = p + "mlp.";
         if (cfg_.is_moe(l)) {
-            w.router = load.matrix(moe + "gate.weight");
-            w.router_bias = load.vector(moe + "gate.e_score_correction_bias");
+            w.router = load.matrix(moe + "gate.weight", {{cfg_.n_experts, d}, "num_experts and hidden_size"});
+            w.router_bias =
+                load.vector(moe + "gate.e_score_correction_bias", {{cfg_.n_experts}, "num_experts"});
             if (cfg_.d_latent > 0) {
-                w.latent_down = load.matrix(moe + "routed_expert_down_proj.weight");
-                w.latent_up = load.matrix(moe + "routed_expert_up_proj.weight");
-                if (cfg_.latent_norm) w.latent_norm = load.vector(moe + "routed_expert_norm.weight");
+                const std::string keys = "routed_expert_hidden_size and hidden_size";
+                w.latent_down =
+                    load.matrix(moe + "routed_expert_down_proj.weight", {{cfg_.d_latent, d}, keys});
+                w.latent_up = load.matrix(moe + "routed_expert_up_proj.weight", {{d, cfg_.d_latent}, keys});
+                if (cfg_.latent_norm)
+                    w.latent_norm = load.vector(moe + "routed_expert_norm.weight",
+                                                {{cfg_.d_latent}, "routed_expert_hidden_size"});
             }
             mlp = moe + "shared_experts.";
         } else if (ckpt.find(mlp + "gate_proj.weight") == nullptr) {
             mlp = moe;  // transformers' layer-0 MLP name: block_sparse_moe (docs/models.md 0.1)
         }
         if (!cfg_.is_moe(l) || cfg_.n_shared > 0) {
-            w.mlp = mlp_load(load, mlp, cfg_.n_experts, l, cfg_.act);
+            const MlpWidths widths = cfg_.is_moe(l) ? MlpWidths{d, cfg_.n_shared * cfg_.d_expert,
+                                                                "num_shared_experts, moe_intermediate_size"}
+                                                    : MlpWidths{d, cfg_.d_ff, "intermediate_size"};
+            w.mlp = mlp_load(load, mlp, widths, cfg_.n_experts, l, cfg_.act);
             w.has_mlp = true;
         }
         return w;

@@ -106,12 +106,19 @@ public:
 private:
     OlmoeLayerWeights layer_load(WeightLoader& load, int l) {
         const std::string p = fmt::format("model.layers.{}.", l);
+        const int64_t d = cfg_.d_model, q_width = int64_t{cfg_.n_heads} * cfg_.head_dim, kv = cfg_.kv_width();
+        const std::string heads = "num_attention_heads and hidden_size";
+        const std::string kv_heads = "num_key_value_heads, num_attention_heads and hidden_size";
         return {
-            load.vector(p + "input_layernorm.weight"),  load.matrix(p + "self_attn.q_proj.weight"),
-            load.matrix(p + "self_attn.k_proj.weight"), load.matrix(p + "self_attn.v_proj.weight"),
-            load.matrix(p + "self_attn.o_proj.weight"), load.vector(p + "self_attn.q_norm.weight"),
-            load.vector(p + "self_attn.k_norm.weight"), load.vector(p + "post_attention_layernorm.weight"),
-            load.matrix(p + "mlp.gate.weight"),
+            load.vector(p + "input_layernorm.weight", {{d}, "hidden_size"}),
+            load.matrix(p + "self_attn.q_proj.weight", {{q_width, d}, heads}),
+            load.matrix(p + "self_attn.k_proj.weight", {{kv, d}, kv_heads}),
+            load.matrix(p + "self_attn.v_proj.weight", {{kv, d}, kv_heads}),
+            load.matrix(p + "self_attn.o_proj.weight", {{d, q_width}, heads}),
+            load.vector(p + "self_attn.q_norm.weight", {{q_width}, heads}),
+            load.vector(p + "self_attn.k_norm.weight", {{kv}, kv_heads}),
+            load.vector(p + "post_attention_layernorm.weight", {{d}, "hidden_size"}),
+            load.matrix(p + "mlp.gate.weight", {{cfg_.n_experts, d}, "num_experts and hidden_size"}),
         };
     }
 

@@ -9,20 +9,28 @@ constexpr float kMlaNormEps = 1e-6f;
 
 }  // namespace
 
-MlaWeights mla_load(WeightLoader& load, const std::string& prefix, const Mla& m) {
+MlaWeights mla_load(WeightLoader& load, const std::string& prefix, const Mla& m, int64_t d_model) {
+    const MlaShape& s = m.shape;
+    const int64_t heads = s.n_heads, q_width = heads * (s.nope_dim + s.rope_dim), v_width = heads * s.v_dim;
+    const std::string q_keys = "num_attention_heads, qk_nope_head_dim, qk_rope_head_dim";
     MlaWeights w;
     if (m.q_lora > 0) {
-        w.q_a = load.matrix(prefix + "q_a_proj.weight");
-        w.q_a_norm = load.vector(prefix + "q_a_layernorm.weight");
-        w.q_b = load.matrix(prefix + "q_b_proj.weight");
+        w.q_a = load.matrix(prefix + "q_a_proj.weight", {{m.q_lora, d_model}, "q_lora_rank and hidden_size"});
+        w.q_a_norm = load.vector(prefix + "q_a_layernorm.weight", {{m.q_lora}, "q_lora_rank"});
+        w.q_b = load.matrix(prefix + "q_b_proj.weight", {{q_width, m.q_lora}, q_keys + " and q_lora_rank"});
     } else {
-        w.q_b = load.matrix(prefix + "q_proj.weight");
+        w.q_b = load.matrix(prefix + "q_proj.weight", {{q_width, d_model}, q_keys + " and hidden_size"});
     }
-    w.kv_a = load.matrix(prefix + "kv_a_proj_with_mqa.weight");
-    w.kv_a_norm = load.vector(prefix + "kv_a_layernorm.weight");
-    w.kv_b = load.matrix(prefix + "kv_b_proj.weight");
-    w.o = load.matrix(prefix + "o_proj.weight");
-    if (m.output_gate) w.gate = load.matrix(prefix + "g_proj.weight");
+    w.kv_a =
+        load.matrix(prefix + "kv_a_proj_with_mqa.weight",
+                    {{s.kv_lora + s.rope_dim, d_model}, "kv_lora_rank, qk_rope_head_dim and hidden_size"});
+    w.kv_a_norm = load.vector(prefix + "kv_a_layernorm.weight", {{s.kv_lora}, "kv_lora_rank"});
+    w.kv_b = load.matrix(prefix + "kv_b_proj.weight",
+                         {{heads * (s.nope_dim + s.v_dim), s.kv_lora},
+                          "num_attention_heads, qk_nope_head_dim, v_head_dim and kv_lora_rank"});
+    const std::string o_keys = "hidden_size, num_attention_heads and v_head_dim";
+    w.o = load.matrix(prefix + "o_proj.weight", {{d_model, v_width}, o_keys});
+    if (m.output_gate) w.gate = load.matrix(prefix + "g_proj.weight", {{v_width, d_model}, o_keys});
     return w;
 }
 

@@ -32,8 +32,9 @@ struct MlaWeights {
     Weight gate;                // [H dv, D] output gate, else empty
 };
 
-// The weights under prefix ("model.layers.3.self_attn."), transformers' names.
-MlaWeights mla_load(WeightLoader& load, const std::string& prefix, const Mla& m);
+// The weights under prefix ("model.layers.3.self_attn."), transformers' names, each checked against the
+// shape m and d_model (hidden_size) give it.
+MlaWeights mla_load(WeightLoader& load, const std::string& prefix, const Mla& m, int64_t d_model);
 
 // One layer's cache: the latents [max_ctx, kv_lora] and the shared keys [max_ctx, dr].
 KvCache mla_cache_new(Ops& ops, const Mla& m, int64_t max_ctx);

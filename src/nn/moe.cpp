@@ -78,12 +78,14 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
     return y;
 }
 
-ExpertWeights mlp_load(WeightLoader& load, const std::string& prefix, int32_t id, int layer,
-                       GluActivation act) {
+ExpertWeights mlp_load(WeightLoader& load, const std::string& prefix, const MlpWidths& widths, int32_t id,
+                       int layer, GluActivation act) {
+    const ConfigShape in{{widths.d_ff, widths.d_model}, widths.ff_key + " and hidden_size"};
+    const ConfigShape out{{widths.d_model, widths.d_ff}, widths.ff_key + " and hidden_size"};
     return {id,
-            load.matrix(prefix + "gate_proj.weight"),
-            load.matrix(prefix + "up_proj.weight"),
-            load.matrix(prefix + "down_proj.weight"),
+            load.matrix(prefix + "gate_proj.weight", in),
+            load.matrix(prefix + "up_proj.weight", in),
+            load.matrix(prefix + "down_proj.weight", out),
             layer,
             act};
 }

@@ -46,11 +46,18 @@ ExpertWeights swiglu_expert_weights(const ExpertHandle& e);
 Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, const Routing& r,
                   const ExpertWeightsOf& weights_of, const std::function<void()>& after_fetch = {});
 
+// A dense MLP's (or a layer's shared experts', run as one) widths as config.json gives them.
+struct MlpWidths {
+    int64_t d_model;     // hidden_size
+    int64_t d_ff;        // the hidden width: gate_proj and up_proj [d_ff, d_model], down_proj [d_model, d_ff]
+    std::string ff_key;  // the config key(s) d_ff comes from, for errors
+};
+
 // A dense MLP (or a layer's shared experts, run as one) under prefix ("model.layers.0.mlp."): gate_proj,
-// up_proj and down_proj. Named for device expert tiers as expert `id` of `layer`, an id past the routed
-// experts.
-ExpertWeights mlp_load(WeightLoader& load, const std::string& prefix, int32_t id, int layer,
-                       GluActivation act = {});
+// up_proj and down_proj, checked against widths. Named for device expert tiers as expert `id` of `layer`,
+// an id past the routed experts.
+ExpertWeights mlp_load(WeightLoader& load, const std::string& prefix, const MlpWidths& widths, int32_t id,
+                       int layer, GluActivation act = {});
 
 // y += mlp(x) for every token: a dense MLP or shared experts, run as one expert of weight 1.
 //                                                                        x, y: [n, d_model]

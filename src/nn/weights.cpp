@@ -190,6 +190,24 @@ Weight WeightLoader::table(const std::string& name) {
     return ops_.weight(w);
 }
 
+void config_shape_check(const TensorInfo& t, const ConfigShape& expect) {
+    const bool own_shape =
+        t.dtype == DType::f32 || t.dtype == DType::f16 || t.dtype == DType::bf16 || t.dtype == DType::f8_e4m3;
+    if (!own_shape) return;
+    check(t.shape == expect.dims, "config.json: {} give {} a shape of [{}], but the checkpoint's is [{}]",
+          expect.keys, t.name, fmt::join(expect.dims, ", "), fmt::join(t.shape, ", "));
+}
+
+Weight WeightLoader::matrix(const std::string& name, const ConfigShape& expect) {
+    config_shape_check(ckpt_.get(name), expect);
+    return matrix(name);
+}
+
+Weight WeightLoader::vector(const std::string& name, const ConfigShape& expect) {
+    config_shape_check(ckpt_.get(name), expect);
+    return vector(name);
+}
+
 Weight WeightLoader::vector(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
     check(t.shape.size() == 1, "tensor {} should be a vector, has {} dimensions", name, t.shape.size());

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/ops.h"
 #include "core/progress.h"
@@ -48,6 +49,17 @@ inline constexpr std::string_view kPackedScaleSuffix = ".weight_scale";
 // "<w>.weight_packed" -> "<w>.weight_scale"; throws coli::Error when the name is not a packed weight's.
 std::string packed_scale_name_of(const std::string& packed_name);
 
+// The shape config.json gives a tensor, and the keys it comes from: a checkpoint tensor of another shape is
+// an error naming both (config_shape_check). Checked where the stored shape is the tensor's own (float and
+// FP8 dtypes; packed layouts store other shapes).
+struct ConfigShape {
+    std::vector<int64_t> dims;  // [rows, cols] of a matrix, [n] of a vector
+    std::string keys;           // "num_attention_heads, head_dim and hidden_size"
+};
+
+// Throws coli::Error when t's stored shape is not expect's (t of a float or FP8 dtype; others pass).
+void config_shape_check(const TensorInfo& t, const ConfigShape& expect);
+
 class WeightLoader {
 public:
     // dense_bits: 0 keeps matrices as stored; 8 or 4 quantizes them to int8 (per row) / int4-g64.
@@ -59,6 +71,9 @@ public:
     Weight table(const std::string& name);
     // A vector (norm gains) as f32 [1, n]; exact for every float dtype.
     Weight vector(const std::string& name);
+    // The same, with the shape the config gives the tensor checked first (config_shape_check).
+    Weight matrix(const std::string& name, const ConfigShape& expect);
+    Weight vector(const std::string& name, const ConfigShape& expect);
     // A tensor's values decoded to f32 (any float dtype, any shape), for weights computed at load.
     std::vector<float> floats(const std::string& name);
     // An f32 weight [rows, cols] holding values (rows * cols of them), uploaded to the backend.
