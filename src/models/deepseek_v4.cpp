@@ -68,6 +68,8 @@ constexpr LayerName kExperts{"mlp.experts.", "ffn.experts."};
 // The original layout names every MLP's projections w1 (gate), w3 (up), w2 (down).
 const SwigluNames kOrigExpertNames{"w1", "w3", "w2"};
 
+constexpr int64_t kHcScales = 3;  // a layer's hyper-connection scales: of the pre, post and comb mixes
+
 // Hyper-connection weights (docs/models.md 8.7): fn [(2+S)S, S D], base [1, (2+S)S], scale [1, 3]; the head's
 // fn [S, S D], base [1, S], scale [1, 1].
 struct HcWeights {
@@ -118,12 +120,12 @@ public:
                                      cfg_.hc_mult * cfg_.d_model);
             ones_head_ = load.f32(std::vector<float>(size_t(cfg_.head_dim), 1.0f), 1, cfg_.head_dim);
             for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
-            hc_head_ = {f32_matrix(load, global("model.hc_head.hc_fn", "hc_head_fn")),
-                        load.vector(global("model.hc_head.hc_base", "hc_head_base")),
+            const int64_t s = cfg_.hc_mult;
+            const std::string fn = global("model.hc_head.hc_fn", "hc_head_fn");
+            config_shape_check(load.info(fn), {{s, s * cfg_.d_model}, "hc_mult and hidden_size"});
+            hc_head_ = {f32_matrix(load, fn),
+                        load.vector(global("model.hc_head.hc_base", "hc_head_base"), {{s}, "hc_mult"}),
                         load.vector(global("model.hc_head.hc_scale", "hc_head_scale"))};
-            check(hc_head_.fn.rows() == cfg_.hc_mult && hc_head_.fn.cols() == cfg_.hc_mult * cfg_.d_model,
-                  "deepseek_v4: the head's hyper-connection fn is [{}, {}], expected [{}, {}]",
-                  hc_head_.fn.rows(), hc_head_.fn.cols(), cfg_.hc_mult, cfg_.hc_mult * cfg_.d_model);
         };
         const auto expert_tensors = [this, &ckpt](int layer, int e) { return expert_parts(ckpt, layer, e); };
         const std::string gate0 = expert_parts(ckpt, 0, 0)[0];  // for the summary: the experts' dtype
@@ -207,28 +209,27 @@ private:
     }
 
     HcWeights hc_load(WeightLoader& load, int l, LayerName fn, LayerName base, LayerName scale) const {
-        HcWeights w{f32_matrix(load, layer_name(l, fn)), load.vector(layer_name(l, base)),
-                    load.vector(layer_name(l, scale))};
         const int64_t s = cfg_.hc_mult, mix = (2 + s) * s;
-        check(w.fn.rows() == mix && w.fn.cols() == s * cfg_.d_model && w.base.cols() == mix &&
-                  w.scale.cols() == 3,
-              "deepseek_v4: layer {}'s hyper-connection {} is [{}, {}], expected [{}, {}]", l, fn.orig,
-              w.fn.rows(), w.fn.cols(), mix, s * cfg_.d_model);
+        config_shape_check(load.info(layer_name(l, fn)),
+                           {{mix, s * cfg_.d_model}, "hc_mult and hidden_size"});
+        HcWeights w{f32_matrix(load, layer_name(l, fn)), load.vector(layer_name(l, base), {{mix}, "hc_mult"}),
+                    load.vector(layer_name(l, scale))};
+        check(w.scale.cols() == kHcScales, "{} holds {} values, expected {}", layer_name(l, scale),
+              w.scale.cols(), kHcScales);
         return w;
     }
 
-    CompressorWeights compressor_load(WeightLoader& load, int l, const CompressorNames& n, int width) const {
-        const int series = cfg_.series(l);
-        CompressorWeights w{load.matrix(layer_name(l, n.wkv)), load.matrix(layer_name(l, n.wgate)),
-                            f32_matrix(load, layer_name(l, n.ape)), load.vector(layer_name(l, n.norm))};
-        check(w.wkv.rows() == series * width && w.wgate.rows() == series * width &&
-                  w.ape.rows() == cfg_.ratio[l] && w.ape.cols() == series * width && w.norm.cols() == width,
-              "deepseek_v4: layer {} ({}, ratio {}): compressor {} is [{}, {}] with ape [{}, {}], expected "
-              "[{}, "
-              "{}] and [{}, {}]",
-              l, attn_name(cfg_.attn[l]), cfg_.ratio[l], n.wkv.orig, w.wkv.rows(), w.wkv.cols(), w.ape.rows(),
-              w.ape.cols(), series * width, cfg_.d_model, cfg_.ratio[l], series * width);
-        return w;
+    // width: head_dim (the attention's compressor) or index_head_dim (the indexer's), named by width_key.
+    CompressorWeights compressor_load(WeightLoader& load, int l, const CompressorNames& n, int width,
+                                      const char* width_key) const {
+        const int64_t out = int64_t{cfg_.series(l)} * width;  // CSA compresses two overlapping series
+        const std::string keys = fmt::format("layer {}'s compress ratio ({}, {}) and {}", l, cfg_.ratio[l],
+                                             attn_name(cfg_.attn[l]), width_key);
+        config_shape_check(load.info(layer_name(l, n.ape)), {{cfg_.ratio[l], out}, keys});
+        return {load.matrix(layer_name(l, n.wkv), {{out, cfg_.d_model}, keys + " and hidden_size"}),
+                load.matrix(layer_name(l, n.wgate), {{out, cfg_.d_model}, keys + " and hidden_size"}),
+                f32_matrix(load, layer_name(l, n.ape)),
+                load.vector(layer_name(l, n.norm), {{width}, width_key})};
     }
 
     V4LayerWeights layer_load(WeightLoader& load, int l) {
@@ -248,11 +249,15 @@ private:
             load.matrix(layer_name(l, kWoA), {{o_width, heads * hd / cfg_.o_groups},
                                               "o_groups, o_lora_rank, num_attention_heads and head_dim"});
         w.wo_b = load.matrix(layer_name(l, kWoB), {{d, o_width}, "hidden_size, o_groups and o_lora_rank"});
-        if (cfg_.compressed(l)) w.compressor = compressor_load(load, l, kCompressor, cfg_.head_dim);
+        if (cfg_.compressed(l))
+            w.compressor = compressor_load(load, l, kCompressor, cfg_.head_dim, "head_dim");
         if (cfg_.attn[l] == Attn::csa) {
-            w.index_compressor = compressor_load(load, l, kIndexCompressor, cfg_.index_dim);
-            w.index_wq = load.matrix(layer_name(l, kIndexWq));
-            w.index_weights = load.matrix(layer_name(l, kIndexWeights));
+            w.index_compressor = compressor_load(load, l, kIndexCompressor, cfg_.index_dim, "index_head_dim");
+            w.index_wq = load.matrix(layer_name(l, kIndexWq),
+                                     {{int64_t{cfg_.index_heads} * cfg_.index_dim, cfg_.q_lora},
+                                      "index_n_heads, index_head_dim and q_lora_rank"});
+            w.index_weights = load.matrix(layer_name(l, kIndexWeights),
+                                          {{cfg_.index_heads, d}, "index_n_heads and hidden_size"});
         }
         w.hc_ffn = hc_load(load, l, kHcFfnFn, kHcFfnBase, kHcFfnScale);
         w.ffn_norm = load.vector(layer_name(l, kFfnNorm), {{d}, "hidden_size"});
