@@ -47,16 +47,17 @@ int64_t index_after(std::string_view name, std::string_view key, bool at_start) 
 }
 
 // A routed expert's projection against the config's widths: gate and up [expert_ff, d], down [d, expert_ff]
-// (d: expert_d, else hidden_size). Packed layouts (int4 codes, MXFP4 bytes) store other shapes and other
-// names; config_shape_check passes them.
+// (d: expert_d, else hidden_size); compressed-tensors' packed codes are `<proj>.weight_packed`.
 void expert_shape_check(const TensorInfo& t, const DecoderSpec& spec) {
     if (spec.expert_ff <= 0 || spec.d_model <= 0) return;
     const int64_t d = spec.expert_d > 0 ? spec.expert_d : spec.d_model;
     const std::string keys =
         spec.expert_ff_key + " and " + (spec.expert_d > 0 ? spec.expert_d_key : "hidden_size");
-    const auto named = [&t](std::initializer_list<std::string_view> suffixes) {
+    std::string name = t.name;
+    if (name.ends_with(kPackedSuffix)) name = name.substr(0, name.size() - kPackedSuffix.size()) + ".weight";
+    const auto named = [&name](std::initializer_list<std::string_view> suffixes) {
         for (std::string_view s : suffixes)
-            if (t.name.ends_with(s)) return true;
+            if (name.ends_with(s)) return true;
         return false;
     };
     if (named({".gate_proj.weight", ".up_proj.weight", ".w1.weight", ".w3.weight"}))

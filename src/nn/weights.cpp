@@ -191,11 +191,17 @@ Weight WeightLoader::table(const std::string& name) {
 }
 
 void config_shape_check(const TensorInfo& t, const ConfigShape& expect) {
-    const bool own_shape =
+    // The shape of the values the tensor holds: as stored for float and FP8 dtypes; MXFP4 codes (U8 or I8,
+    // two per byte) store [out, in / 2]; any other dtype is left to its reader.
+    std::vector<int64_t> shape = t.shape;
+    const bool float_dtype =
         t.dtype == DType::f32 || t.dtype == DType::f16 || t.dtype == DType::bf16 || t.dtype == DType::f8_e4m3;
-    if (!own_shape) return;
-    check(t.shape == expect.dims, "config.json: {} give {} a shape of [{}], but the checkpoint's is [{}]",
-          expect.keys, t.name, fmt::join(expect.dims, ", "), fmt::join(t.shape, ", "));
+    const bool mxfp4_codes = (t.dtype == DType::u8 || t.dtype == DType::i8) && shape.size() == 2;
+    if (!float_dtype && !mxfp4_codes) return;
+    if (mxfp4_codes) shape[1] *= 2;
+    check(shape == expect.dims, "config.json: {} give {} a shape of [{}], but the checkpoint's is [{}]{}",
+          expect.keys, t.name, fmt::join(expect.dims, ", "), fmt::join(shape, ", "),
+          mxfp4_codes ? " (MXFP4 codes, two per byte)" : "");
 }
 
 Weight WeightLoader::matrix(const std::string& name, const ConfigShape& expect) {

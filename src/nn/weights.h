@@ -50,14 +50,14 @@ inline constexpr std::string_view kPackedScaleSuffix = ".weight_scale";
 std::string packed_scale_name_of(const std::string& packed_name);
 
 // The shape config.json gives a tensor, and the keys it comes from: a checkpoint tensor of another shape is
-// an error naming both (config_shape_check). Checked where the stored shape is the tensor's own (float and
-// FP8 dtypes; packed layouts store other shapes).
+// an error naming both (config_shape_check). Float and FP8 tensors are checked as stored, MXFP4 codes (two
+// per byte) as the values they hold.
 struct ConfigShape {
     std::vector<int64_t> dims;  // [rows, cols] of a matrix, [n] of a vector
     std::string keys;           // "num_attention_heads, head_dim and hidden_size"
 };
 
-// Throws coli::Error when t's stored shape is not expect's (t of a float or FP8 dtype; others pass).
+// Throws coli::Error when the shape of t's values is not expect's (float, FP8 or MXFP4 codes; others pass).
 void config_shape_check(const TensorInfo& t, const ConfigShape& expect);
 
 class WeightLoader {
