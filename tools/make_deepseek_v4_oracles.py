@@ -172,7 +172,7 @@ LAYER_NAMES = {
     "self_attn.q_a_norm.weight": "attn.q_norm.weight",
     "self_attn.q_b_proj.weight": "attn.wq_b.weight",
     "self_attn.kv_proj.weight": "attn.wkv.weight",
-    "self_attn.kv_norm.weight": "attn.kv_norm.weight",
+    "self_attn.kv_norm.weight": "attn.norm.weight",
     "self_attn.sinks": "attn.attn_sink",
     "self_attn.o_a_proj.weight": "attn.wo_a.weight",
     "self_attn.o_b_proj.weight": "attn.wo_b.weight",

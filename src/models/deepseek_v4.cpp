@@ -23,50 +23,29 @@ namespace {
 
 using Attn = DeepseekV4Config::Attn;
 
-// A tensor's name in both layouts (docs/models.md 8.9): transformers' under model.layers.L., the original
-// release's under layers.L.
-struct LayerName {
-    const char* hf;
-    const char* orig;
-};
-constexpr LayerName kAttnNorm{"input_layernorm.weight", "attn_norm.weight"};
-constexpr LayerName kFfnNorm{"post_attention_layernorm.weight", "ffn_norm.weight"};
-constexpr LayerName kHcAttnFn{"attn_hc.fn", "hc_attn_fn"}, kHcAttnBase{"attn_hc.base", "hc_attn_base"},
-    kHcAttnScale{"attn_hc.scale", "hc_attn_scale"};
-constexpr LayerName kHcFfnFn{"ffn_hc.fn", "hc_ffn_fn"}, kHcFfnBase{"ffn_hc.base", "hc_ffn_base"},
-    kHcFfnScale{"ffn_hc.scale", "hc_ffn_scale"};
-constexpr LayerName kWqA{"self_attn.q_a_proj.weight", "attn.wq_a.weight"};
-constexpr LayerName kQNorm{"self_attn.q_a_norm.weight", "attn.q_norm.weight"};
-constexpr LayerName kWqB{"self_attn.q_b_proj.weight", "attn.wq_b.weight"};
-constexpr LayerName kWkv{"self_attn.kv_proj.weight", "attn.wkv.weight"};
-constexpr LayerName kKvNorm{"self_attn.kv_norm.weight", "attn.kv_norm.weight"};
-constexpr LayerName kSinks{"self_attn.sinks", "attn.attn_sink"};
-constexpr LayerName kWoA{"self_attn.o_a_proj.weight", "attn.wo_a.weight"};
-constexpr LayerName kWoB{"self_attn.o_b_proj.weight", "attn.wo_b.weight"};
+// A layer tensor's name after its layer's prefix (docs/models.md 8.9): the same in the original release
+// (under layers.L.) and in what transformers' save_pretrained writes (under model.layers.L.).
+using LayerName = const char*;
+constexpr LayerName kAttnNorm = "attn_norm.weight", kFfnNorm = "ffn_norm.weight";
+constexpr LayerName kHcAttnFn = "hc_attn_fn", kHcAttnBase = "hc_attn_base", kHcAttnScale = "hc_attn_scale";
+constexpr LayerName kHcFfnFn = "hc_ffn_fn", kHcFfnBase = "hc_ffn_base", kHcFfnScale = "hc_ffn_scale";
+constexpr LayerName kWqA = "attn.wq_a.weight", kQNorm = "attn.q_norm.weight", kWqB = "attn.wq_b.weight";
+constexpr LayerName kWkv = "attn.wkv.weight", kKvNorm = "attn.norm.weight", kSinks = "attn.attn_sink";
+constexpr LayerName kWoA = "attn.wo_a.weight", kWoB = "attn.wo_b.weight";
 // The compressors: the attention's, and the CSA indexer's own.
 struct CompressorNames {
     LayerName wkv, wgate, ape, norm;
 };
-constexpr CompressorNames kCompressor{
-    {"self_attn.compressor.kv_proj.weight", "attn.compressor.wkv.weight"},
-    {"self_attn.compressor.gate_proj.weight", "attn.compressor.wgate.weight"},
-    {"self_attn.compressor.position_bias", "attn.compressor.ape"},
-    {"self_attn.compressor.kv_norm.weight", "attn.compressor.norm.weight"}};
+constexpr CompressorNames kCompressor{"attn.compressor.wkv.weight", "attn.compressor.wgate.weight",
+                                      "attn.compressor.ape", "attn.compressor.norm.weight"};
 constexpr CompressorNames kIndexCompressor{
-    {"self_attn.compressor.indexer.kv_proj.weight", "attn.indexer.compressor.wkv.weight"},
-    {"self_attn.compressor.indexer.gate_proj.weight", "attn.indexer.compressor.wgate.weight"},
-    {"self_attn.compressor.indexer.position_bias", "attn.indexer.compressor.ape"},
-    {"self_attn.compressor.indexer.kv_norm.weight", "attn.indexer.compressor.norm.weight"}};
-constexpr LayerName kIndexWq{"self_attn.compressor.indexer.q_b_proj.weight", "attn.indexer.wq_b.weight"};
-constexpr LayerName kIndexWeights{"self_attn.compressor.indexer.scorer.weights_proj.weight",
-                                  "attn.indexer.weights_proj.weight"};
-constexpr LayerName kRouter{"mlp.gate.weight", "ffn.gate.weight"};
-constexpr LayerName kRouterBias{"mlp.gate.e_score_correction_bias", "ffn.gate.bias"};
-constexpr LayerName kTid2eid{"mlp.gate.tid2eid", "ffn.gate.tid2eid"};
-constexpr LayerName kShared{"mlp.shared_experts.", "ffn.shared_experts."};
-constexpr LayerName kExperts{"mlp.experts.", "ffn.experts."};
-// The original layout names every MLP's projections w1 (gate), w3 (up), w2 (down).
-const SwigluNames kOrigExpertNames{"w1", "w3", "w2"};
+    "attn.indexer.compressor.wkv.weight", "attn.indexer.compressor.wgate.weight",
+    "attn.indexer.compressor.ape", "attn.indexer.compressor.norm.weight"};
+constexpr LayerName kIndexWq = "attn.indexer.wq_b.weight", kIndexWeights = "attn.indexer.weights_proj.weight";
+constexpr LayerName kRouter = "ffn.gate.weight", kRouterBias = "ffn.gate.bias", kTid2eid = "ffn.gate.tid2eid";
+constexpr LayerName kShared = "ffn.shared_experts.", kExperts = "ffn.experts.";
+// Every MLP's projections: w1 (gate), w3 (up), w2 (down).
+const SwigluNames kExpertNames{"w1", "w3", "w2"};
 
 constexpr int64_t kHcScales = 3;  // a layer's hyper-connection scales: of the pre, post and comb mixes
 
@@ -144,7 +123,7 @@ public:
                                               : std::string(dtype_name(first_gate->dtype)),
                                .embed_name = orig_ ? "embed.weight" : "model.embed_tokens.weight",
                                .norm_name = orig_ ? "norm.weight" : "model.norm.weight",
-                               .head_name = orig_ ? "head.weight" : "lm_head.weight",
+                               .head_name = "head.weight",
                                .d_model = cfg_.d_model,
                                .expert_ff = cfg_.d_expert,
                                .expert_ff_key = "moe_intermediate_size"};
@@ -181,22 +160,14 @@ private:
     int64_t entry_rows(int l) const { return std::max<int64_t>(max_ctx() / cfg_.ratio[l], 1); }
 
     std::string layer_name(int l, LayerName n) const {
-        return orig_ ? fmt::format("layers.{}.{}", l, n.orig) : fmt::format("model.layers.{}.{}", l, n.hf);
+        return fmt::format("{}layers.{}.{}", orig_ ? "" : "model.", l, n);
     }
     std::string global(const char* hf, const char* orig) const { return orig_ ? orig : hf; }
     std::string expert_prefix(int l, int e) const { return fmt::format("{}{}.", layer_name(l, kExperts), e); }
 
-    // The tensors of routed expert e in layer l (docs/models.md 8.9): per expert (the original w1 / w3 / w2,
-    // or transformers' gate_proj / up_proj / down_proj), or slices of transformers' fused gate_up_proj
-    // [E, 2 I, D] (gate rows, then up rows) and down_proj [E, D, I], which save_pretrained writes for V4.
+    // The tensors of routed expert e in layer l (docs/models.md 8.9): w1, w3, w2 per expert.
     std::vector<std::string> expert_parts(const Checkpoint& ckpt, int l, int e) const {
-        const std::string fused = layer_name(l, kExperts) + "gate_up_proj";
-        if (orig_ || ckpt.find(fused) == nullptr)
-            return swiglu_expert_tensors(ckpt, expert_prefix(l, e), orig_ ? kOrigExpertNames : SwigluNames{});
-        const int64_t ffn = cfg_.d_expert;
-        return {fmt::format("{}[{}][0:{}]", fused, e, ffn),
-                fmt::format("{}[{}][{}:{}]", fused, e, ffn, 2 * ffn),
-                fmt::format("{}down_proj[{}]", layer_name(l, kExperts), e)};
+        return swiglu_expert_tensors(ckpt, expert_prefix(l, e), kExpertNames);
     }
 
     // An f32 matrix kept exact whatever --dense-bits says (hyper-connection fn, compressor ape).
@@ -279,7 +250,7 @@ private:
             w.router_bias = load.vector(layer_name(l, kRouterBias), {{cfg_.n_experts}, "n_routed_experts"});
         }
         const std::string shared = layer_name(l, kShared);
-        const SwigluNames& names = orig_ ? kOrigExpertNames : SwigluNames{};
+        const SwigluNames& names = kExpertNames;
         const int64_t shared_ff = int64_t{cfg_.n_shared} * cfg_.d_expert;
         const std::string shared_keys = "n_shared_experts, moe_intermediate_size and hidden_size";
         w.shared = {cfg_.n_experts,

@@ -246,7 +246,7 @@ void attention_tensors(LayerTensors& t, const nlohmann::json& c, int64_t d, int 
     t.norm("attn.q_norm", q_lora);
     t.fp8("attn.wq_b", heads * hd, q_lora, kProjGain);
     t.fp8("attn.wkv", hd, d, kProjGain);
-    t.norm("attn.kv_norm", hd);
+    t.norm("attn.norm", hd);
     t.f32("attn.attn_sink", {heads}, kSinkDist);
     t.fp8("attn.wo_a", groups * o_lora, heads * hd / groups, kProjGain);
     t.fp8("attn.wo_b", d, groups * o_lora, kResidualGain);

@@ -2,9 +2,8 @@
 // every kind of boundary give the one-prefill logits; an expert cache of one slot gives the unlimited
 // cache's logits bit for bit; the logits are finite; the summary names the layers and the cache.
 // Two sets: on the transformers oracle fixtures (tests/fixtures/deepseek_v4*, from
-// tools/make_deepseek_v4_oracles.py; skipped, loudly, until they are generated), and on a checkpoint that
-// `coli synth --arch deepseek_v4` writes at test time (deepseek_v4_synth.h). Neither set compares with
-// transformers: that is the oracle test's job, once the fixtures exist.
+// tools/make_deepseek_v4_oracles.py), and on a checkpoint that `coli synth --arch deepseek_v4` writes at test
+// time (deepseek_v4_synth.h). Neither compares with transformers: the oracle test (oracle_test.cpp) does.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -55,13 +54,6 @@ std::unique_ptr<Engine> engine_for(const std::filesystem::path& dir, int expert_
     return std::make_unique<Engine>(o);
 }
 
-// The oracle fixtures are generated on a GPU machine; until they are, their tests say so and skip.
-#define SKIP_WITHOUT_V4_FIXTURES()                                 \
-    for (const char* name : kV4Fixtures)                           \
-        if (!std::filesystem::exists(test::fixtures_dir() / name)) \
-    GTEST_SKIP() << "oracle fixture tests/fixtures/" << name       \
-                 << " not generated yet (tools/make_deepseek_v4_oracles.py on the GPU machine)"
-
 // Cuts `ids` at every position of `cuts` and checks the logits against one prefill.
 void expect_splits_match(Engine& engine, std::span<const int32_t> ids, int64_t vocab,
                          std::vector<std::vector<size_t>> splits, const std::string& name) {
@@ -81,7 +73,6 @@ void expect_splits_match(Engine& engine, std::span<const int32_t> ids, int64_t v
 // (a call's matmuls see different row counts, which never changes a row's bits; attention sums the same keys
 // in the same order).
 TEST(DeepseekV4, PromptSplitAnywhereMatchesOnePrefill) {
-    SKIP_WITHOUT_V4_FIXTURES();
     const std::vector<std::vector<size_t>> splits = {{1}, {3}, {4}, {8}, {13}, {13, 27}, {5, 6, 7, 17, 33},
                                                      {39}};
     for (const char* name : kV4Fixtures) {
@@ -92,7 +83,6 @@ TEST(DeepseekV4, PromptSplitAnywhereMatchesOnePrefill) {
 }
 
 TEST(DeepseekV4, SummaryNamesLayersAndCache) {
-    SKIP_WITHOUT_V4_FIXTURES();
     for (const char* name : kV4Fixtures) {
         const test::Fixture fx = test::fixture_load(name);
         const auto engine = engine_for(fx.dir);

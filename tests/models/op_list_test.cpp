@@ -4,9 +4,8 @@
 // with every op call recorded (Ops::record_to), with an unlimited expert cache and with one slot per layer
 // (where the next layer's experts are prefetched). A call the reference does not have fails, and so does a
 // reference op that no fixture of the family calls. moe_experts is told apart by its activation.
-// deepseek_v4 has no oracle fixture until tools/make_deepseek_v4_oracles.py runs on the GPU machine; until
-// then its forward is recorded on the checkpoint `coli synth --arch deepseek_v4` writes at test time
-// (deepseek_v4_synth.h), with a prefill that closes CSA and HCA windows. Every other family needs a fixture.
+// deepseek_v4's forward is also recorded on the checkpoint `coli synth --arch deepseek_v4` writes at test
+// time (deepseek_v4_synth.h), with a prefill that closes CSA and HCA windows of the release's sizes.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
