@@ -5,7 +5,6 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "io/file.h"
@@ -66,52 +65,7 @@ ExpertLocation locate(const std::vector<const TensorInfo*>& infos) {
     return loc;
 }
 
-// Parses "[i]" or "[a:b]" at text[pos...]; advances pos past it.
-std::pair<int64_t, int64_t> parse_slice(const std::string& name, size_t& pos) {
-    const size_t close = name.find(']', pos);
-    check(name[pos] == '[' && close != std::string::npos, "expert store: bad slice in part name {}", name);
-    const std::string inside = name.substr(pos + 1, close - pos - 1);
-    pos = close + 1;
-    const size_t colon = inside.find(':');
-    try {
-        if (colon == std::string::npos) return {std::stoll(inside), -1};
-        return {std::stoll(inside.substr(0, colon)), std::stoll(inside.substr(colon + 1))};
-    } catch (const std::exception&) {
-        fail("expert store: bad slice [{}] in part name {}", inside, name);
-    }
-}
-
 }  // namespace
-
-const TensorInfo* expert_part_resolve(const Checkpoint& ckpt, const std::string& name,
-                                      std::deque<TensorInfo>& slices) {
-    const size_t open = name.find('[');
-    if (open == std::string::npos) return ckpt.find(name);
-    const TensorInfo* base = ckpt.find(name.substr(0, open));
-    if (base == nullptr) return nullptr;
-    TensorInfo t = *base;
-    t.name = name;
-    for (size_t pos = open; pos < name.size();) {
-        const auto [a, b] = parse_slice(name, pos);
-        check(!t.shape.empty(), "expert store: {} slices a scalar", name);
-        const uint64_t row_bytes = t.nbytes / uint64_t(std::max<int64_t>(t.shape[0], 1));
-        if (b < 0) {  // item a of the first dimension
-            check(a >= 0 && a < t.shape[0] && t.shape.size() >= 2, "expert store: {} is out of range of [{}]",
-                  name, fmt::join(base->shape, "x"));
-            t.offset += uint64_t(a) * row_bytes;
-            t.nbytes = row_bytes;
-            t.shape.erase(t.shape.begin());
-        } else {  // rows a .. b - 1
-            check(0 <= a && a < b && b <= t.shape[0], "expert store: {} is out of range of [{}]", name,
-                  fmt::join(base->shape, "x"));
-            t.offset += uint64_t(a) * row_bytes;
-            t.nbytes = uint64_t(b - a) * row_bytes;
-            t.shape[0] = b - a;
-        }
-    }
-    slices.push_back(std::move(t));
-    return &slices.back();
-}
 
 ExpertIndex::ExpertIndex(const Checkpoint& ckpt, const ExpertLayout& layout)
     : n_layers_(layout.n_layers), n_experts_(layout.n_experts) {
@@ -137,7 +91,7 @@ ExpertIndex::ExpertIndex(const Checkpoint& ckpt, const ExpertLayout& layout)
             std::vector<const TensorInfo*> infos;
             infos.reserve(names.size());
             for (const std::string& name : names) {
-                const TensorInfo* t = expert_part_resolve(ckpt, name, slices_);
+                const TensorInfo* t = ckpt.find(name);
                 check(t != nullptr,
                       "expert store: tensor {} of expert {} in layer {} is not in the checkpoint {}", name, e,
                       l, ckpt.dir().string());

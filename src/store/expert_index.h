@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -41,14 +40,6 @@ struct ExpertLocation {
     uint64_t buffer_bytes = 0;     // sum of the reads' buffers: what caching it costs the budget
 };
 
-// A part of an expert named by ExpertLayout::tensor_names is a checkpoint tensor, or a slice of one:
-// "<tensor>[i]" is item i along the tensor's first dimension (fused experts [E, out, in] -> [out, in]) and
-// "<tensor>[a:b]" rows a to b - 1 of it; "<tensor>[i][a:b]" both. Slices are contiguous bytes of the tensor.
-// Resolves `name` to its TensorInfo: the checkpoint's own, or a slice's kept in `slices`; nullptr when the
-// tensor is not in the checkpoint. A malformed or out-of-range slice is a coli::Error naming it.
-const TensorInfo* expert_part_resolve(const Checkpoint& ckpt, const std::string& name,
-                                      std::deque<TensorInfo>& slices);
-
 // The byte-range index of all routed experts, built once from the checkpoint's headers.
 class ExpertIndex {
 public:
@@ -73,7 +64,6 @@ public:
 private:
     int n_layers_ = 0, n_experts_ = 0;
     std::vector<ExpertLocation> experts_;  // key(layer, expert); empty for layers without experts
-    std::deque<TensorInfo> slices_;  // the parts that are slices of a checkpoint tensor (stable addresses)
     std::vector<char> layer_has_;
     std::vector<uint64_t> layer_max_buffer_;
     uint64_t max_buffer_ = 0, total_bytes_ = 0;

@@ -124,40 +124,6 @@ TEST(ExpertIndex, MissingTensorIsNamed) {
     EXPECT_NE(msg.find("expert 2"), std::string::npos) << msg;
 }
 
-// Fused experts (transformers' gate_up_proj [E, 2I, D], down_proj [E, D, I]): each expert's parts are slices
-// of the fused tensors, at the bytes item e and its row range occupy.
-TEST(ExpertIndex, SlicesOfFusedTensors) {
-    TempDir tmp;
-    static constexpr int64_t kE = 3, kI = 4, kD = 8;
-    std::vector<float> gate_up(kE * 2 * kI * kD), down(kE * kD * kI);
-    std::vector<TensorWrite> w = {{"gate_up", DType::f32, {kE, 2 * kI, kD}, gate_up.data()},
-                                  {"down", DType::f32, {kE, kD, kI}, down.data()}};
-    safetensors_write(tmp / "model.safetensors", w);
-    write_bytes(tmp / "config.json", "{}");
-    auto ckpt = Checkpoint::open(tmp.path());
-    ExpertLayout layout{1, kE, 1, [](int, int e) -> std::vector<std::string> {
-                            return {fmt::format("gate_up[{}][0:{}]", e, kI),
-                                    fmt::format("gate_up[{}][{}:{}]", e, kI, 2 * kI),
-                                    fmt::format("down[{}]", e)};
-                        }};
-    ExpertIndex index(*ckpt, layout);
-    const uint64_t f = sizeof(float), base = ckpt->get("gate_up").offset;
-    const ExpertLocation& e2 = index.at(0, 2);
-    ASSERT_EQ(e2.parts.size(), 3u);
-    EXPECT_EQ(e2.parts[0].info->offset, base + 2 * 2 * kI * kD * f);
-    EXPECT_EQ(e2.parts[1].info->offset, base + (2 * 2 * kI + kI) * kD * f);
-    EXPECT_EQ(e2.parts[1].info->shape, (std::vector<int64_t>{kI, kD}));
-    EXPECT_EQ(e2.parts[1].info->nbytes, uint64_t(kI * kD) * f);
-    EXPECT_EQ(e2.parts[2].info->shape, (std::vector<int64_t>{kD, kI}));
-    EXPECT_EQ(e2.parts[2].info->offset, ckpt->get("down").offset + 2 * kD * kI * f);
-    EXPECT_EQ(e2.bytes, uint64_t(3 * kI * kD) * f);
-    layout.tensor_names = [](int, int) -> std::vector<std::string> { return {"down[3]"}; };
-    EXPECT_NE(error_of([&] { ExpertIndex bad(*ckpt, layout); }).find("down[3] is out of range"),
-              std::string::npos);
-    layout.tensor_names = [](int, int) -> std::vector<std::string> { return {"down[0][2:9]"}; };
-    EXPECT_NE(error_of([&] { ExpertIndex bad(*ckpt, layout); }).find("out of range"), std::string::npos);
-}
-
 TEST(ExpertIndex, LayerMustNameAllOrNoExperts) {
     GroupingModel g;
     auto ckpt = Checkpoint::open(g.tmp.path());
