@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace coli {
 
@@ -23,13 +25,49 @@ uint64_t align_up(uint64_t x) {
     return (x + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
 }
 
+// Attempts of a read that fails with EIO (a transient disk or network-filesystem error) before it fails.
+constexpr int kReadAttempts = 3;
+
+// The test hook of docs/reliability.md: COLI_FAIL_READS=N makes the process's first N reads by read_direct
+// (the expert store's reads) fail with EIO, as a failing disk would.
+bool read_fault_injected() {
+    static std::atomic<int64_t> left{[] {
+        const char* env = std::getenv("COLI_FAIL_READS");
+        return env != nullptr ? std::atoll(env) : int64_t{0};
+    }()};
+    return left.load(std::memory_order_relaxed) > 0 && left.fetch_sub(1) > 0;
+}
+
+// One pread, tried again after EINTR, and after EIO up to kReadAttempts times in all (said on stderr).
+// injectable: read_fault_injected may fail it.
+ssize_t pread_retrying(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::filesystem::path& path,
+                       bool injectable) {
+    for (int attempt = 1;; ++attempt) {
+        ssize_t r = -1;
+        if (injectable && read_fault_injected())
+            errno = EIO;
+        else
+            r = ::pread(fd, dst, n, static_cast<off_t>(offset));
+        if (r < 0 && errno == EINTR) {
+            --attempt;  // an interruption is not a failure
+            continue;
+        }
+        if (r < 0 && errno == EIO && attempt < kReadAttempts) {
+            log_warn("{}: read of {} bytes at offset {} failed ({}), trying again", path.string(), n, offset,
+                     std::strerror(EIO));
+            continue;
+        }
+        return r;
+    }
+}
+
 // Buffered pread until `n` bytes arrived or the file ended; retries interrupted and partial reads.
 // Returns the number of bytes read (less than n only at end of file).
-size_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::filesystem::path& path) {
+size_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::filesystem::path& path,
+                  bool injectable) {
     size_t got = 0;
     while (got < n) {
-        ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(offset + got));
-        if (r < 0 && errno == EINTR) continue;
+        const ssize_t r = pread_retrying(fd, dst + got, n - got, offset + got, path, injectable);
         check(r >= 0, "{}: read of {} bytes at offset {} failed: {}", path.string(), n - got, offset + got,
               std::strerror(errno));
         if (r == 0) break;
@@ -91,9 +129,13 @@ ReadFile::~ReadFile() {
 }
 
 void ReadFile::read_at(void* dst, size_t n, uint64_t offset) const {
+    read_buffered(dst, n, offset, false);
+}
+
+void ReadFile::read_buffered(void* dst, size_t n, uint64_t offset, bool injectable) const {
     check(offset <= size_ && n <= size_ - offset,
           "{}: read of {} bytes at offset {} is past the end ({} bytes)", path_.string(), n, offset, size_);
-    size_t got = pread_full(fd_, static_cast<uint8_t*>(dst), n, offset, path_);
+    size_t got = pread_full(fd_, static_cast<uint8_t*>(dst), n, offset, path_, injectable);
     check(got == n, "{}: short read: {} of {} bytes at offset {} (file truncated?)", path_.string(), got, n,
           offset);
 }
@@ -109,7 +151,7 @@ size_t ReadFile::read_direct(uint8_t* buf, size_t n, uint64_t offset) const {
     const uint64_t end = align_up(offset + n);
     const size_t skew = static_cast<size_t>(offset - begin);
     if (!has_direct()) {
-        read_at(buf + skew, n, offset);
+        read_buffered(buf + skew, n, offset, true);
         return skew;
     }
     // The aligned range may run past the end of the file; O_DIRECT then returns a short read, which is
@@ -117,8 +159,7 @@ size_t ReadFile::read_direct(uint8_t* buf, size_t n, uint64_t offset) const {
     const size_t needed = skew + n, len = static_cast<size_t>(end - begin);
     size_t got = 0;
     while (got < needed) {
-        ssize_t r = ::pread(fd_direct_, buf + got, len - got, static_cast<off_t>(begin + got));
-        if (r < 0 && errno == EINTR) continue;
+        const ssize_t r = pread_retrying(fd_direct_, buf + got, len - got, begin + got, path_, true);
         check(r >= 0, "{}: direct read of {} bytes at offset {} failed: {}", path_.string(), len - got,
               begin + got, std::strerror(errno));
         got += static_cast<size_t>(r);

@@ -34,7 +34,8 @@ public:
     int fd() const { return fd_; }
     int fd_direct() const { return fd_direct_; }
 
-    // Reads exactly n bytes at offset into dst (buffered). Throws on error or short read.
+    // Reads exactly n bytes at offset into dst (buffered). Throws on error or short read. Every read of
+    // this class is tried again after EIO a few times (kReadAttempts), saying so on stderr.
     void read_at(void* dst, size_t n, uint64_t offset) const;
     // Bytes of the aligned buffer read_direct needs for [offset, offset + n): the range widened to
     // kDirectAlign boundaries, never less than one block.
@@ -44,6 +45,9 @@ public:
     size_t read_direct(uint8_t* buf, size_t n, uint64_t offset) const;
 
 private:
+    // read_at, with the test hook's injected faults when injectable (read_direct's reads).
+    void read_buffered(void* dst, size_t n, uint64_t offset, bool injectable) const;
+
     std::filesystem::path path_;
     int fd_ = -1, fd_direct_ = -1;
     uint64_t size_ = 0;

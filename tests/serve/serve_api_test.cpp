@@ -210,6 +210,44 @@ TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
     EXPECT_EQ(metric_value(metrics->body, R"(coli_requests_total{endpoint="completions",code="429"})"), busy);
 }
 
+// A failing disk (docs/reliability.md; COLI_FAIL_READS fails the first expert reads): the first read fails
+// on every attempt, so the first request fails with an error naming the file and the offset; the server
+// stays up and answers the next request as a server that never saw the fault does. --ram-gb makes the experts
+// go through reads.
+TEST(ServeApi, AFailedExpertReadFailsItsRequestAndTheNextIsServed) {
+    constexpr const char* kReadAttempts = "3";  // io/file.cpp: one read's attempts before it fails
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", 8},
+        {"temperature", 0}}.dump();
+    std::string clean_text;
+    {
+        ServeProcess clean({"--ram-gb", "1"});
+        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        clean_text = json::parse(r->body)["choices"][0]["text"];
+    }
+    ::setenv("COLI_FAIL_READS", kReadAttempts, 1);
+    ServeProcess server({"--ram-gb", "1"});
+    ::unsetenv("COLI_FAIL_READS");
+    // The read fails after the prompt was accepted, when the answer's status (200) is already committed:
+    // the body is the error object.
+    const auto failed = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(failed);
+    const json error = json::parse(failed->body, nullptr, false);
+    ASSERT_TRUE(error.contains("error")) << failed->body;
+    EXPECT_EQ(error["error"]["code"], "engine_error") << failed->body;
+    const std::string message = error["error"]["message"];
+    EXPECT_NE(message.find("model.safetensors"), std::string::npos) << message;
+    EXPECT_NE(message.find("at offset"), std::string::npos) << message;
+    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(next);
+    ASSERT_EQ(next->status, 200) << next->body;
+    EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+}
+
 TEST(ServeApi, DisconnectingStreamCancelsItsGeneration) {
     ServeProcess server;
     constexpr int kTokens = 500;
