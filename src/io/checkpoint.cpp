@@ -36,6 +36,30 @@ nlohmann::json read_config(const fs::path& path) {
     return checkpoint_config_parse(file_read_text(path), path.string());
 }
 
+// Weights in a format coli does not read, by file extension, and what that format is.
+struct OtherFormat {
+    std::string_view extension;
+    std::string_view what;
+};
+constexpr OtherFormat kOtherFormats[] = {
+    {".bin", "PyTorch pickle weights"},    {".pt", "PyTorch pickle weights"},
+    {".pth", "PyTorch pickle weights"},    {".gguf", "a GGUF file"},
+    {".h5", "TensorFlow / Keras weights"}, {".msgpack", "Flax weights"}};
+
+// "; it holds pytorch_model.bin (PyTorch pickle weights), which coli does not read" for the first file in
+// dir of a format above; empty when there is none.
+std::string other_weights_note(const fs::path& dir) {
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+        for (const OtherFormat& f : kOtherFormats)
+            if (e.path().extension() == f.extension)
+                return fmt::format(
+                    "; it holds {} ({}), which coli does not read: use the model's "
+                    "safetensors files (`hf download ORG/NAME` fetches them where published)",
+                    e.path().filename().string(), f.what);
+    return "";
+}
+
 }  // namespace
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
@@ -59,8 +83,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
     if (single) {
         shards[std::string(kSingleFileName)];
     } else {
-        check(is_file(index_path), "{}: no safetensors weights ({} or {})", dir.string(), kSingleFileName,
-              kIndexName);
+        check(is_file(index_path), "{}: no safetensors weights ({} or {}){}", dir.string(), kSingleFileName,
+              kIndexName, other_weights_note(dir));
         for (auto& [name, shard] : checkpoint_index_parse(file_read_text(index_path), index_path.string()))
             shards[shard].insert(name);
     }

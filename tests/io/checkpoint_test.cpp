@@ -188,6 +188,22 @@ TEST(CheckpointErrors, Config) {
                       "model.safetensors.index.json)");
 }
 
+// Weights of another format are named, with what coli reads instead.
+TEST(CheckpointErrors, OtherFormatsAreNamed) {
+    for (const auto& [file, what] :
+         {std::pair{"pytorch_model.bin", "PyTorch pickle weights"},
+          std::pair{"model-q4_k_m.gguf", "a GGUF file"}, std::pair{"flax_model.msgpack", "Flax weights"}}) {
+        TempDir dir;
+        write_bytes(dir / "config.json", "{}");
+        write_bytes(dir / file, "x");
+        EXPECT_COLI_ERROR(
+            Checkpoint::open(dir.path()),
+            std::string("no safetensors weights (model.safetensors or model.safetensors.index.json)"
+                        "; it holds ") +
+                file + " (" + what + "), which coli does not read: use the model's safetensors files");
+    }
+}
+
 TEST(JsonReadFile, ReadsAndNamesTheFile) {
     TempDir dir;
     write_bytes(dir / "a.json", R"({"x": [1, 2]})");
