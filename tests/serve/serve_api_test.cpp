@@ -248,6 +248,19 @@ TEST(ServeApi, AFailedExpertReadFailsItsRequestAndTheNextIsServed) {
     EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
 }
 
+// Headers far beyond what the HTTP layer reads (8 KB): a 400 error object, and the server goes on.
+TEST(ServeApi, OversizedHeadersAre400AndTheServerGoesOn) {
+    ServeProcess server;
+    constexpr size_t kHugeHeader = 100'000;
+    const std::string body =
+        json{{"model", kDemoId}, {"prompt", "In the beginning"}, {"max_tokens", 2}}.dump();
+    const httplib::Headers huge = {{"X-Padding", std::string(kHugeHeader, 'a')}};
+    openai_error_expect(server.client()->Post("/v1/completions", huge, body, kJsonType), 400);
+    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->status, 200) << next->body;
+}
+
 TEST(ServeApi, DisconnectingStreamCancelsItsGeneration) {
     ServeProcess server;
     constexpr int kTokens = 500;
