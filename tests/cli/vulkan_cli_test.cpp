@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "backend/registry.h"
 #include "common/fixture.h"
@@ -18,8 +20,8 @@ namespace {
 
 constexpr const char* kFixture = "olmoe_gqa";
 
-std::string run_args(const std::string& extra) {
-    const test::Fixture fx = test::fixture_load(kFixture);
+std::string run_args(const std::string& extra, const char* fixture = kFixture) {
+    const test::Fixture fx = test::fixture_load(fixture);
     std::string ids;
     for (int32_t id : fx.input_ids) ids.append(ids.empty() ? "" : ",").append(std::to_string(id));
     return fmt::format(
@@ -72,6 +74,49 @@ TEST(VulkanCli, FailingOpsFallBackToTheCpuWithItsTokens) {
     EXPECT_NE(r.err.find("route_softmax_topk 0/"), std::string::npos)
         << "the router reads the logits back: a host step, not a native op: " << r.err;
     EXPECT_NE(r.err.find("host steps: "), std::string::npos) << r.err;
+}
+
+// The op kinds a run called, from its "ops on vulkan: embedding 8/0/0, ... (native/host step/fallback)".
+std::vector<std::string> ops_used(const std::string& err) {
+    const std::string head = "ops on vulkan: ";
+    const size_t begin = err.find(head), end = err.find(" (native/host step/fallback)", begin);
+    if (begin == std::string::npos || end == std::string::npos) return {};
+    std::vector<std::string> ops;
+    for (size_t pos = begin + head.size(); pos < end;) {
+        const size_t space = err.find(' ', pos), comma = err.find(", ", pos);
+        ops.push_back(err.substr(pos, space - pos));
+        if (comma == std::string::npos || comma > end) break;
+        pos = comma + 2;
+    }
+    return ops;
+}
+
+// A device that fails mid-run (docs/reliability.md): every op kind that the fixtures' forwards call,
+// failing in turn, runs on the CPU instead, counted as a fallback, and the greedy tokens stay the
+// reference's. Fixtures that together call every kind of op the models use (GQA, MLA with the DSA indexer,
+// KDA with MXFP4 experts, DeepSeek-V4's compressed attention and hyper-connections with FP8 and MXFP4
+// weights); each op kind is failed on the first fixture that calls it.
+TEST(VulkanCli, EachOpFailingInTurnKeepsTheTokens) {
+    if (!vulkan_available()) GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
+    std::set<std::string> failed;
+    for (const char* fixture : {"olmoe_gqa", "deepseek_v32", "kimi_k3", "deepseek_v4_orig"}) {
+        const std::string expected = ids_text(test::fixture_load(fixture).greedy);
+        const test::ProcessResult clean = test::coli_run(run_args("--backend vulkan", fixture));
+        ASSERT_EQ(clean.exit_code, 0) << fixture << ": " << clean.err;
+        ASSERT_EQ(test::last_line(clean.out), expected) << fixture;
+        const std::vector<std::string> ops = ops_used(clean.err);
+        ASSERT_FALSE(ops.empty()) << fixture << ": " << clean.err;
+        for (const std::string& op : ops) {
+            if (!failed.insert(op).second) continue;
+            ASSERT_EQ(setenv("COLI_FAIL_OP", ("vulkan:" + op).c_str(), 1), 0);
+            const test::ProcessResult r = test::coli_run(run_args("--backend vulkan", fixture));
+            unsetenv("COLI_FAIL_OP");
+            ASSERT_EQ(r.exit_code, 0) << fixture << " with " << op << " failing: " << r.err;
+            EXPECT_EQ(test::last_line(r.out), expected) << fixture << " with " << op << " failing";
+            EXPECT_NE(r.err.find(op + " 0/0/"), std::string::npos)
+                << fixture << ": every " << op << " runs on the cpu, counted: " << r.err;
+        }
+    }
 }
 
 TEST(VulkanCli, ProfileTimesEachShaderWithTheSameTokens) {
