@@ -100,9 +100,8 @@ public:
             ones_head_ = load.f32(std::vector<float>(size_t(cfg_.head_dim), 1.0f), 1, cfg_.head_dim);
             for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
             const int64_t s = cfg_.hc_mult;
-            const std::string fn = global("model.hc_head.hc_fn", "hc_head_fn");
-            config_shape_check(load.info(fn), {{s, s * cfg_.d_model}, "hc_mult and hidden_size"});
-            hc_head_ = {f32_matrix(load, fn),
+            hc_head_ = {f32_matrix(load, global("model.hc_head.hc_fn", "hc_head_fn"),
+                                   {{s, s * cfg_.d_model}, "hc_mult and hidden_size"}),
                         load.vector(global("model.hc_head.hc_base", "hc_head_base"), {{s}, "hc_mult"}),
                         load.vector(global("model.hc_head.hc_scale", "hc_head_scale"))};
         };
@@ -170,21 +169,16 @@ private:
         return swiglu_expert_tensors(ckpt, expert_prefix(l, e), kExpertNames);
     }
 
-    // An f32 matrix kept exact whatever --dense-bits says (hyper-connection fn, compressor ape).
-    static Weight f32_matrix(WeightLoader& load, const std::string& name) {
-        const TensorInfo& t = load.info(name);
-        const int64_t rows = t.shape.empty() ? 1 : t.shape[0];
-        std::vector<float> v = load.floats(name);
-        const auto cols = static_cast<int64_t>(v.size()) / rows;
-        return load.f32(std::move(v), rows, cols);
+    // An f32 matrix of the [rows, cols] the config gives it, kept exact whatever --dense-bits says
+    // (hyper-connection fn, compressor ape).
+    static Weight f32_matrix(WeightLoader& load, const std::string& name, const ConfigShape& expect) {
+        return load.f32(load.floats(name, expect), expect.dims[0], expect.dims[1]);
     }
 
     HcWeights hc_load(WeightLoader& load, int l, LayerName fn, LayerName base, LayerName scale) const {
         const int64_t s = cfg_.hc_mult, mix = (2 + s) * s;
-        config_shape_check(load.info(layer_name(l, fn)),
-                           {{mix, s * cfg_.d_model}, "hc_mult and hidden_size"});
-        HcWeights w{f32_matrix(load, layer_name(l, fn)), load.vector(layer_name(l, base), {{mix}, "hc_mult"}),
-                    load.vector(layer_name(l, scale))};
+        HcWeights w{f32_matrix(load, layer_name(l, fn), {{mix, s * cfg_.d_model}, "hc_mult and hidden_size"}),
+                    load.vector(layer_name(l, base), {{mix}, "hc_mult"}), load.vector(layer_name(l, scale))};
         check(w.scale.cols() == kHcScales, "{} holds {} values, expected {}", layer_name(l, scale),
               w.scale.cols(), kHcScales);
         return w;
@@ -196,10 +190,9 @@ private:
         const int64_t out = int64_t{cfg_.series(l)} * width;  // CSA compresses two overlapping series
         const std::string keys = fmt::format("layer {}'s compress ratio ({}, {}) and {}", l, cfg_.ratio[l],
                                              attn_name(cfg_.attn[l]), width_key);
-        config_shape_check(load.info(layer_name(l, n.ape)), {{cfg_.ratio[l], out}, keys});
         return {load.matrix(layer_name(l, n.wkv), {{out, cfg_.d_model}, keys + " and hidden_size"}),
                 load.matrix(layer_name(l, n.wgate), {{out, cfg_.d_model}, keys + " and hidden_size"}),
-                f32_matrix(load, layer_name(l, n.ape)),
+                f32_matrix(load, layer_name(l, n.ape), {{cfg_.ratio[l], out}, keys}),
                 load.vector(layer_name(l, n.norm), {{width}, width_key})};
     }
 

@@ -144,17 +144,16 @@ private:
             k.v = load.matrix(a + "v_proj.weight", {{width, d}, in});
             // Depthwise convolutions, stored [width, 1, kernel].
             const auto conv = [&](const std::string& name) {
-                config_shape_check(load.info(name), {{width, 1, cfg_.conv_kernel},
-                                                     "num_heads, head_dim and short_conv_kernel_size"});
-                return load.f32(load.floats(name), width, cfg_.conv_kernel);
+                const ConfigShape shape{{width, 1, cfg_.conv_kernel},
+                                        "num_heads, head_dim and short_conv_kernel_size"};
+                return load.f32(load.floats(name, shape), width, cfg_.conv_kernel);
             };
             k.q_conv = conv(a + "q_conv1d.weight");
             k.k_conv = conv(a + "k_conv1d.weight");
             k.v_conv = conv(a + "v_conv1d.weight");
             k.f_a = load.matrix(a + "f_a_proj.weight", {{dim, d}, low});
             k.f_b = load.matrix(a + "f_b_proj.weight", {{width, dim}, "num_heads and head_dim"});
-            config_shape_check(load.info(a + "dt_bias"), {{width}, "num_heads and head_dim"});
-            k.dt_bias = load.f32(load.floats(a + "dt_bias"), 1, width);
+            k.dt_bias = load.f32(load.floats(a + "dt_bias", {{width}, "num_heads and head_dim"}), 1, width);
             // Stored [1, 1, H, 1] (Kimi Linear) or zero-padded past the heads (K3): the first H values.
             std::vector<float> a_log = load.floats(a + "A_log");
             check(static_cast<int64_t>(a_log.size()) >= cfg_.kda_heads,

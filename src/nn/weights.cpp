@@ -214,6 +214,11 @@ Weight WeightLoader::vector(const std::string& name, const ConfigShape& expect) 
     return vector(name);
 }
 
+std::vector<float> WeightLoader::floats(const std::string& name, const ConfigShape& expect) {
+    config_shape_check(ckpt_.get(name), expect);
+    return floats(name);
+}
+
 Weight WeightLoader::vector(const std::string& name) {
     const TensorInfo& t = ckpt_.get(name);
     check(t.shape.size() == 1, "tensor {} should be a vector, has {} dimensions", name, t.shape.size());

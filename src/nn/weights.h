@@ -74,6 +74,7 @@ public:
     // The same, with the shape the config gives the tensor checked first (config_shape_check).
     Weight matrix(const std::string& name, const ConfigShape& expect);
     Weight vector(const std::string& name, const ConfigShape& expect);
+    std::vector<float> floats(const std::string& name, const ConfigShape& expect);
     // A tensor's values decoded to f32 (any float dtype, any shape), for weights computed at load.
     std::vector<float> floats(const std::string& name);
     // An f32 weight [rows, cols] holding values (rows * cols of them), uploaded to the backend.

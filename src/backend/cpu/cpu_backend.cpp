@@ -1,9 +1,9 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
-
 #include <cstdlib>
 #include <cstring>
 #include <memory>

@@ -86,7 +86,11 @@ void CpuBackend::moe_experts(std::span<const ExpertWeights> experts, const Routi
     }
     matmul_batch(tasks.data(), tasks.size(), pool_);
     tasks.clear();
-    pool_.parallel_for(static_cast<int64_t>(p.used.size()), 1, [&](int64_t u0, int64_t u1) {
+    // In tasks of kMoeMinRowsPerTask routed rows at least, on average.
+    const auto used = static_cast<int64_t>(p.used.size());
+    const int64_t experts_per_task =
+        std::max<int64_t>(1, kMoeMinRowsPerTask * used / std::max<int64_t>(1, p.total()));
+    pool_.parallel_for(used, experts_per_task, [&](int64_t u0, int64_t u1) {
         for (int64_t u = u0; u < u1; ++u) {
             const size_t i = p.used[u];
             const GluActivation& act = experts[i].act;
