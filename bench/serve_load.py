@@ -35,6 +35,47 @@ PROMPTS = [
 START_TIMEOUT_S = 600  # a model larger than RAM may take minutes to load
 
 
+def byte_level_alphabet():
+    """GPT-2's byte-to-character map of byte-level BPE (printable bytes stand for themselves)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+def with_tokenizer(model, scratch):
+    """The model directory, or, when it has no tokenizer (a `coli synth` checkpoint), a scratch directory
+    linking its files beside a byte-level tokenizer of the config's vocabulary size: the 256 bytes, then
+    filler tokens "t<N>" (generated text is those)."""
+    if os.path.exists(os.path.join(model, "tokenizer.json")):
+        return model
+    vocab_size = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
+    os.makedirs(scratch, exist_ok=True)
+    for name in os.listdir(model):
+        link = os.path.join(scratch, name)
+        if not os.path.lexists(link):
+            os.symlink(os.path.abspath(os.path.join(model, name)), link)
+    alphabet = byte_level_alphabet()
+    vocab = {alphabet[b]: b for b in range(256)}
+    for i in range(256, vocab_size):
+        vocab[f"t{i}"] = i
+    tok = {"version": "1.0", "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                             "use_regex": True},
+           "post_processor": None, "decoder": {"type": "ByteLevel"},
+           "model": {"type": "BPE", "vocab": vocab, "merges": []}}
+    with open(os.path.join(scratch, "tokenizer.json"), "w") as f:
+        json.dump(tok, f)
+    with open(os.path.join(scratch, "tokenizer_config.json"), "w") as f:
+        json.dump({"add_bos_token": False}, f)
+    return scratch
+
+
 def percentile(values, q):
     """The q-th percentile (0..100), nearest rank."""
     s = sorted(values)
@@ -172,6 +213,7 @@ def main():
     ap.add_argument("--sample", type=float, default=30, help="soak: seconds between samples")
     a = ap.parse_args()
     extra = shlex.split(a.coli_args)
+    a.model = with_tokenizer(a.model, a.model.rstrip("/") + ".serve")
     if a.soak > 0:
         return soak(a, extra, int(a.clients.split(",")[0]))
     rows = []
