@@ -62,7 +62,7 @@ void serve(ServeArgs& a) {
     fmt::print(
         stderr,
         "batching: up to {} requests at once{} (each holds up to {} of cache at full context), prompts "
-        "fed {} tokens per step\n",
+        "fed in chunks of {} tokens\n",
         a.server.parallel, a.parallel > 0 ? "" : " (--parallel, from the memory plan)",
         bytes_human(m.kv_bytes_per_token * static_cast<uint64_t>(m.max_ctx) + m.state_bytes),
         a.server.prefill_chunk);
@@ -118,7 +118,7 @@ void cmd_serve_add(CLI::App& app) {
                         std::to_string(server::kDefaultParallel) +
                         ", as many as RAM holds caches for at full context)");
     cmd->add_option("--prefill-chunk", args->server.prefill_chunk,
-                    "Most prompt tokens a joining request feeds per step (bounds the others' wait)")
+                    "Prompt tokens fed per step at most, in chunks of this size (bounds the others' wait)")
         ->capture_default_str();
     cmd->add_option("--max-body-mb", args->max_body_mb,
                     "Largest request body, MiB; larger ones are answered 413")

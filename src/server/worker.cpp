@@ -259,11 +259,12 @@ bool Worker::admit(std::shared_ptr<Job> job) {
 }
 
 void Worker::step() {
-    // Every decoding sequence feeds its last token; the oldest prefilling one feeds its next chunk.
+    // Every decoding sequence feeds its last token; prefilling ones, oldest first, feed their next chunk
+    // while the step's prompt tokens stay within prefill_chunk (the oldest always does). A sequence's chunks
+    // are cut at the same places whatever runs beside it.
     std::vector<SequenceStep> batch;
     std::vector<Sequence*> members;
-    bool chunk_taken = false;
-    int64_t rows = 0;
+    int64_t prompt_rows = 0, rows = 0;
     for (auto& s : sequences_) {
         s->input.clear();
         if (s->job->cancelled()) {
@@ -272,13 +273,12 @@ void Worker::step() {
         }
         if (!s->prefilling()) {
             s->input = {s->out.back()};
-        } else if (!chunk_taken) {
-            const size_t n =
-                std::min<size_t>(s->ids.size() - s->fed, static_cast<size_t>(opts_.prefill_chunk));
-            s->input.assign(s->ids.begin() + s->fed, s->ids.begin() + s->fed + n);
-            chunk_taken = true;
         } else {
-            continue;
+            const auto n = static_cast<int64_t>(
+                std::min<size_t>(s->ids.size() - s->fed, static_cast<size_t>(opts_.prefill_chunk)));
+            if (prompt_rows > 0 && prompt_rows + n > opts_.prefill_chunk) continue;
+            s->input.assign(s->ids.begin() + s->fed, s->ids.begin() + s->fed + n);
+            prompt_rows += n;
         }
         batch.push_back({s->input, s->slot->state.get()});
         members.push_back(s.get());

@@ -1,8 +1,9 @@
 // The one thread that runs the model, with continuous batching: up to `parallel` requests generate
 // together, each in its own slot (caches and recurrent state, nn/batch.h). Every step runs the next tokens
 // of all of them in one forward pass, so an expert that several of them route to is read and run once; a
-// new request joins at the next step and a finished one leaves. A joining prompt is fed in chunks of at
-// most `prefill_chunk` tokens, one chunk per step, so the others wait at most one chunk between tokens.
+// new request joins at the next step and a finished one leaves. Joining prompts are fed in chunks of at
+// most `prefill_chunk` tokens, at most that many prompt tokens per step, so the others wait at most one
+// chunk's time between tokens.
 // Each request's tokens are those it gets served alone (greedy: identical; docs/design.md rule 2). A slot
 // keeps the cache of its last request and reuses it only for the exact token prefix a new one shares, so
 // no request sees another's state.
@@ -28,7 +29,7 @@ namespace coli::server {
 struct WorkerOptions {
     size_t queue_limit = 16;      // most jobs waiting
     size_t parallel = 1;          // most jobs generating at once
-    int64_t prefill_chunk = 256;  // most prompt tokens a job feeds per step
+    int64_t prefill_chunk = 256;  // most prompt tokens fed per step (a job's chunks are this long)
 };
 
 // Requests that generate at once when --parallel is not given: as many as this, or fewer where the memory
