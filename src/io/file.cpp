@@ -28,18 +28,34 @@ uint64_t align_up(uint64_t x) {
 // Attempts of a read that fails with EIO (a transient disk or network-filesystem error) before it fails.
 constexpr int kReadAttempts = 3;
 
-// The test hook of docs/reliability.md: COLI_FAIL_READS=N makes the process's first N reads by read_direct
-// (the expert store's reads) fail with EIO, as a failing disk would.
-bool read_fault_injected() {
-    static std::atomic<int64_t> left{[] {
-        const char* env = std::getenv("COLI_FAIL_READS");
-        return env != nullptr ? std::atoll(env) : int64_t{0};
-    }()};
+// The number in the environment variable `name` (0 when unset): how many faults a test hook injects.
+int64_t fault_count(const char* name) {
+    const char* env = std::getenv(name);
+    return env != nullptr ? std::atoll(env) : int64_t{0};
+}
+
+// Takes one fault of the budget; false once it is spent.
+bool fault_take(std::atomic<int64_t>& left) {
     return left.load(std::memory_order_relaxed) > 0 && left.fetch_sub(1) > 0;
 }
 
+// The test hooks of docs/reliability.md, on the reads by read_direct (the expert store's reads):
+// COLI_FAIL_READS=N makes the process's first N reads fail with EIO, as a failing disk would;
+// COLI_SHORT_READS=N makes the first N return half the bytes they read (at least one), as a network
+// filesystem or an interrupted read may.
+bool read_fault_injected() {
+    static std::atomic<int64_t> left{fault_count("COLI_FAIL_READS")};
+    return fault_take(left);
+}
+// What an injected short read leaves in the bytes it did not return.
+constexpr uint8_t kShortReadFill = 0xFF;
+bool short_read_injected() {
+    static std::atomic<int64_t> left{fault_count("COLI_SHORT_READS")};
+    return fault_take(left);
+}
+
 // One pread, tried again after EINTR, and after EIO up to kReadAttempts times in all (said on stderr).
-// injectable: read_fault_injected may fail it.
+// injectable: the test hooks above may fail it or cut it short.
 ssize_t pread_retrying(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::filesystem::path& path,
                        bool injectable) {
     for (int attempt = 1;; ++attempt) {
@@ -56,6 +72,11 @@ ssize_t pread_retrying(int fd, uint8_t* dst, size_t n, uint64_t offset, const st
             log_warn("{}: read of {} bytes at offset {} failed ({}), trying again", path.string(), n, offset,
                      std::strerror(EIO));
             continue;
+        }
+        if (r > 1 && injectable && short_read_injected()) {
+            // The bytes past the count are not the file's: code that took them as read would show it.
+            std::memset(dst + r / 2, kShortReadFill, static_cast<size_t>(r - r / 2));
+            r /= 2;
         }
         return r;
     }
@@ -163,9 +184,14 @@ size_t ReadFile::read_direct(uint8_t* buf, size_t n, uint64_t offset) const {
         check(r >= 0, "{}: direct read of {} bytes at offset {} failed: {}", path_.string(), len - got,
               begin + got, std::strerror(errno));
         got += static_cast<size_t>(r);
-        // A count that is zero or not a whole number of blocks means the end of the file; asking again
-        // from an unaligned position would only fail with EINVAL.
-        if (r == 0 || got % kDirectAlign != 0) break;
+        if (r == 0) break;
+        // A count that is not a whole number of blocks: the end of the file, or a short read (a network
+        // filesystem may return fewer bytes than asked). O_DIRECT cannot go on from an unaligned position,
+        // so the bytes still needed, if any, are read buffered.
+        if (got % kDirectAlign != 0) {
+            if (got < needed) got += pread_full(fd_, buf + got, needed - got, begin + got, path_, true);
+            break;
+        }
     }
     check(got >= needed, "{}: short read: {} of {} bytes at offset {} (file truncated?)", path_.string(),
           got < skew ? 0 : got - skew, n, offset);

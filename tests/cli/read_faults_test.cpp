@@ -1,6 +1,8 @@
 // Expert reads that fail with EIO, injected with COLI_FAIL_READS (the process's first N reads fail;
 // docs/reliability.md): a transient failure is tried again and changes no token, a lasting one is a
-// one-line error naming the file and the offset. --no-mmap makes the demo model's experts go through reads.
+// one-line error naming the file and the offset. Reads that return fewer bytes than asked
+// (COLI_SHORT_READS) are continued and change no token. --no-mmap makes the demo model's experts go through
+// reads.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,12 +16,16 @@ namespace {
 constexpr const char* kRun =
     "run --no-mmap --hot-set none -n 8 --temperature 0 --print-ids --ids 5,17,99,200,33";
 
-// Runs `coli kRun` with COLI_FAIL_READS=fail_reads (none when empty).
-test::ProcessResult run_with_failing_reads(const std::string& fail_reads) {
-    if (!fail_reads.empty()) ::setenv("COLI_FAIL_READS", fail_reads.c_str(), 1);
-    test::ProcessResult r = test::coli_run(kRun);
-    ::unsetenv("COLI_FAIL_READS");
+// Runs `coli kRun <flags>` with the environment variable `hook` set to `value` (unset when empty).
+test::ProcessResult run_with_hook(const char* hook, const std::string& value, const std::string& flags = "") {
+    if (!value.empty()) ::setenv(hook, value.c_str(), 1);
+    test::ProcessResult r = test::coli_run(std::string(kRun) + " " + flags);
+    ::unsetenv(hook);
     return r;
+}
+
+test::ProcessResult run_with_failing_reads(const std::string& fail_reads) {
+    return run_with_hook("COLI_FAIL_READS", fail_reads);
 }
 
 TEST(ReadFaults, ATransientEioIsTriedAgainAndChangesNoToken) {
@@ -39,6 +45,19 @@ TEST(ReadFaults, ALastingEioIsAOneLineErrorNamingTheFileAndTheOffset) {
     EXPECT_NE(last.find("model.safetensors"), std::string::npos) << last;
     EXPECT_NE(last.find("at offset"), std::string::npos) << last;
     EXPECT_NE(last.find("Input/output error"), std::string::npos) << last;
+}
+
+// Every expert read returns half of what it read (the rest of its buffer overwritten), on the O_DIRECT
+// path (where the rest of a block-unaligned count is read buffered) and on the buffered one.
+TEST(ReadFaults, ShortReadsAreContinuedAndChangeNoToken) {
+    constexpr const char* kEveryRead = "1000000";
+    for (const char* flags : {"", "--no-direct-io"}) {
+        const auto clean = run_with_hook("COLI_SHORT_READS", "", flags);
+        ASSERT_EQ(clean.exit_code, 0) << clean.err;
+        const auto cut = run_with_hook("COLI_SHORT_READS", kEveryRead, flags);
+        ASSERT_EQ(cut.exit_code, 0) << cut.err;
+        EXPECT_EQ(test::last_line(cut.out), test::last_line(clean.out)) << flags;
+    }
 }
 
 }  // namespace
