@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -54,12 +56,22 @@ bool short_read_injected() {
     return fault_take(left);
 }
 
+// COLI_SLOW_READS=N:MS makes the first N reads wait MS milliseconds first, as a stalling disk would.
+void slow_read_inject() {
+    static const char* const env = std::getenv("COLI_SLOW_READS");
+    static const char* const colon = env != nullptr ? std::strchr(env, ':') : nullptr;
+    static std::atomic<int64_t> left{colon != nullptr ? std::atoll(env) : int64_t{0}};
+    static const std::chrono::milliseconds delay{colon != nullptr ? std::atoll(colon + 1) : 0};
+    if (fault_take(left)) std::this_thread::sleep_for(delay);
+}
+
 // One pread, tried again after EINTR, and after EIO up to kReadAttempts times in all (said on stderr).
 // injectable: the test hooks above may fail it or cut it short.
 ssize_t pread_retrying(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::filesystem::path& path,
                        bool injectable) {
     for (int attempt = 1;; ++attempt) {
         ssize_t r = -1;
+        if (injectable) slow_read_inject();
         if (injectable && read_fault_injected())
             errno = EIO;
         else

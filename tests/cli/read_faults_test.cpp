@@ -1,8 +1,8 @@
 // Expert reads that fail with EIO, injected with COLI_FAIL_READS (the process's first N reads fail;
 // docs/reliability.md): a transient failure is tried again and changes no token, a lasting one is a
 // one-line error naming the file and the offset. Reads that return fewer bytes than asked
-// (COLI_SHORT_READS) are continued and change no token. --no-mmap makes the demo model's experts go through
-// reads.
+// (COLI_SHORT_READS) are continued and change no token; a stalling read (COLI_SLOW_READS) is warned about
+// once and counted in the summary. --no-mmap makes the demo model's experts go through reads.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -58,6 +58,21 @@ TEST(ReadFaults, ShortReadsAreContinuedAndChangeNoToken) {
         ASSERT_EQ(cut.exit_code, 0) << cut.err;
         EXPECT_EQ(test::last_line(cut.out), test::last_line(clean.out)) << flags;
     }
+}
+
+// Two reads stall for longer than the store's slow-read threshold (kSlowReadSeconds, 1 s): one warning,
+// both counted in the summary, the tokens those of a clean run.
+TEST(ReadFaults, StallingReadsAreWarnedAboutOnceAndCounted) {
+    const auto clean = run_with_hook("COLI_SLOW_READS", "");
+    ASSERT_EQ(clean.exit_code, 0) << clean.err;
+    EXPECT_EQ(clean.err.find("slow expert reads"), std::string::npos) << clean.err;
+    const auto slow = run_with_hook("COLI_SLOW_READS", "2:1200");
+    ASSERT_EQ(slow.exit_code, 0) << slow.err;
+    EXPECT_EQ(test::last_line(slow.out), test::last_line(clean.out));
+    const size_t warning = slow.err.find("the disk is stalling");
+    EXPECT_NE(warning, std::string::npos) << slow.err;
+    EXPECT_EQ(slow.err.find("the disk is stalling", warning + 1), std::string::npos) << "one warning";
+    EXPECT_NE(slow.err.find("slow expert reads: 2 took longer than 1 s"), std::string::npos) << slow.err;
 }
 
 }  // namespace

@@ -248,6 +248,38 @@ TEST(ServeApi, AFailedExpertReadFailsItsRequestAndTheNextIsServed) {
     EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
 }
 
+// A stalling disk (COLI_SLOW_READS delays the first expert read by more than the store's slow-read
+// threshold, 1 s): the request is answered with a clean run's text, and /metrics counts the slow read.
+TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", 4},
+        {"temperature", 0}}.dump();
+    std::string clean_text;
+    {
+        ServeProcess clean({"--ram-gb", "1"});
+        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        clean_text = json::parse(r->body)["choices"][0]["text"];
+        const auto metrics = clean.client()->Get("/metrics");
+        ASSERT_TRUE(metrics);
+        EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 0);
+    }
+    ::setenv("COLI_SLOW_READS", "1:1200", 1);
+    ServeProcess server({"--ram-gb", "1"});
+    ::unsetenv("COLI_SLOW_READS");
+    const auto r = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], clean_text);
+    const auto metrics = server.client()->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 1);
+    EXPECT_NE(server.err().find("the disk is stalling"), std::string::npos) << server.err();
+}
+
 // Headers far beyond what the HTTP layer reads (8 KB): a 400 error object, and the server goes on.
 TEST(ServeApi, OversizedHeadersAre400AndTheServerGoesOn) {
     ServeProcess server;
