@@ -151,6 +151,9 @@ ReadFile::ReadFile(const std::filesystem::path& path, bool use_direct) : path_(p
         fail("{}: cannot read: {}", path.string(), problem);
     }
     size_ = static_cast<uint64_t>(st.st_size);
+    device_ = st.st_dev;
+    inode_ = st.st_ino;
+    modified_ = st.st_mtim;
     // Filesystems without O_DIRECT (tmpfs, some FUSE and network mounts) refuse it with EINVAL: then
     // every read is buffered, which is correct, only less predictable for large expert reads.
     if (use_direct) fd_direct_ = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -177,7 +180,31 @@ uint64_t ReadFile::direct_bytes(size_t n, uint64_t offset) {
     return std::max<uint64_t>(kDirectAlign, align_up(offset + n) - align_down(offset));
 }
 
+void ReadFile::check_unchanged() const {
+    struct stat now {};
+    struct stat named {};
+    const bool same = ::fstat(fd_, &now) == 0 && static_cast<uint64_t>(now.st_size) == size_ &&
+                      now.st_mtim.tv_sec == modified_.tv_sec && now.st_mtim.tv_nsec == modified_.tv_nsec &&
+                      ::stat(path_.c_str(), &named) == 0 && named.st_dev == device_ && named.st_ino == inode_;
+    check(same,
+          "{}: changed since it was opened (replaced, removed or written to); its bytes are no longer those "
+          "the model was loaded with: restart coli",
+          path_.string());
+}
+
 size_t ReadFile::read_direct(uint8_t* buf, size_t n, uint64_t offset) const {
+    size_t skew = 0;
+    try {
+        skew = read_direct_unchecked(buf, n, offset);
+    } catch (const Error&) {
+        check_unchanged();  // a truncated or replaced file is better named as such
+        throw;
+    }
+    check_unchanged();  // after the read: a change before or during it shows
+    return skew;
+}
+
+size_t ReadFile::read_direct_unchecked(uint8_t* buf, size_t n, uint64_t offset) const {
     check(offset <= size_ && n <= size_ - offset,
           "{}: read of {} bytes at offset {} is past the end ({} bytes)", path_.string(), n, offset, size_);
     const uint64_t begin = align_down(offset);

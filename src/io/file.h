@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <memory>
 
+#include <sys/types.h>
+#include <time.h>
+
 #include "core/pages.h"
 
 namespace coli {
@@ -42,15 +45,25 @@ public:
     static uint64_t direct_bytes(size_t n, uint64_t offset);
     // Reads [offset, offset + n) into `buf` (kDirectAlign-aligned, direct_bytes(n, offset) long) with
     // O_DIRECT when available (buffered otherwise); returns the position of byte `offset` within buf.
+    // After the read (and when it fails) it checks that the file is the one opened (check_unchanged).
     size_t read_direct(uint8_t* buf, size_t n, uint64_t offset) const;
+    // Throws coli::Error ("changed since it was opened") when the file's size or modification time
+    // differ from those at open, or when its path now names another file (replaced, or removed): bytes
+    // read from it could then be another checkpoint's. Two stat calls.
+    void check_unchanged() const;
 
 private:
     // read_at, with the test hook's injected faults when injectable (read_direct's reads).
     void read_buffered(void* dst, size_t n, uint64_t offset, bool injectable) const;
+    // read_direct without check_unchanged.
+    size_t read_direct_unchecked(uint8_t* buf, size_t n, uint64_t offset) const;
 
     std::filesystem::path path_;
     int fd_ = -1, fd_direct_ = -1;
     uint64_t size_ = 0;
+    dev_t device_ = 0;     // the filesystem of the file as opened (check_unchanged)
+    ino_t inode_ = 0;      // its inode: a file renamed over the path has another
+    timespec modified_{};  // its modification time at open: a write moves it
 };
 
 }  // namespace coli

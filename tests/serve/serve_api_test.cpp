@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -246,6 +249,42 @@ TEST(ServeApi, AFailedExpertReadFailsItsRequestAndTheNextIsServed) {
     ASSERT_TRUE(next);
     ASSERT_EQ(next->status, 200) << next->body;
     EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+}
+
+// The checkpoint file changed under a running server (docs/reliability.md): written to (its modification
+// time moves) or replaced by another file of the same name. The next expert read refuses with an error
+// naming the file, not tokens from bytes the model was not loaded with.
+TEST(ServeApi, ACheckpointChangedWhileServingIsAnErrorNamingTheFile) {
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", 4},
+        {"temperature", 0}}.dump();
+    using Change = std::function<void(const std::filesystem::path&)>;
+    const Change written_to = [](const std::filesystem::path& file) {
+        std::filesystem::last_write_time(file,
+                                         std::filesystem::last_write_time(file) + std::chrono::hours(1));
+    };
+    const Change replaced = [](const std::filesystem::path& file) {
+        const std::filesystem::path next = file.string() + ".new";
+        std::filesystem::copy_file(file, next);
+        std::filesystem::rename(next, file);
+    };
+    for (const Change& change : {written_to, replaced}) {
+        TempDir model("changed-model");
+        for (const auto& entry : std::filesystem::directory_iterator(kDemoModel))
+            std::filesystem::copy_file(entry.path(), model / entry.path().filename().string());
+        ServeProcess server({"--ram-gb", "1", "--model-name", kDemoId}, model.path());
+        change(model / "model.safetensors");
+        const auto r = server.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        const json error = json::parse(r->body, nullptr, false);
+        ASSERT_TRUE(error.contains("error")) << r->body;
+        EXPECT_EQ(error["error"]["code"], "engine_error") << r->body;
+        const std::string message = error["error"]["message"];
+        EXPECT_NE(message.find("model.safetensors: changed since it was opened"), std::string::npos)
+            << message;
+    }
 }
 
 // A stalling disk (COLI_SLOW_READS delays the first expert read by more than the store's slow-read
