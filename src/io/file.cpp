@@ -111,6 +111,26 @@ size_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::fi
 
 }  // namespace
 
+int write_file_synced(const std::filesystem::path& path, std::string_view bytes) {
+    static std::atomic<int64_t> failures_left{fault_count("COLI_FAIL_WRITES")};
+    const bool disk_full = fault_take(failures_left);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return errno;
+    const size_t to_write = disk_full ? bytes.size() / 2 : bytes.size();
+    int err = 0;
+    for (size_t done = 0; done < to_write && err == 0;) {
+        const ssize_t w = ::write(fd, bytes.data() + done, to_write - done);
+        if (w >= 0)
+            done += static_cast<size_t>(w);
+        else if (errno != EINTR)
+            err = errno;
+    }
+    if (err == 0 && disk_full) err = ENOSPC;
+    if (err == 0 && ::fsync(fd) != 0) err = errno;
+    if (::close(fd) != 0 && err == 0) err = errno;
+    return err;
+}
+
 void AlignedFree::operator()(void* p) const {
     if (mapped_bytes > 0)
         PagesUnmap{mapped_bytes}(p);

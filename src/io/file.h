@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include <sys/types.h>
 #include <time.h>
@@ -22,6 +23,13 @@ struct AlignedFree {
 };
 using AlignedBytes = std::unique_ptr<uint8_t[], AlignedFree>;
 AlignedBytes aligned_alloc_bytes(size_t n);  // n rounded up to kDirectAlign; huge pages from kHugePageBytes
+
+// Writes `bytes` to `path` (created or truncated) and flushes them to the disk (fsync), so that a rename
+// over an older file after it never leaves an empty one behind a crash. Returns 0, or the errno of the
+// first failing call (ENOSPC on a full disk): the file may then hold part of the bytes. Test hook
+// (docs/reliability.md): COLI_FAIL_WRITES=N makes the process's first N calls fail with ENOSPC after
+// writing half of the bytes, as a disk that fills up does.
+int write_file_synced(const std::filesystem::path& path, std::string_view bytes);
 
 // A read-only file opened twice: buffered and, when the filesystem supports it, with O_DIRECT.
 class ReadFile {
