@@ -139,9 +139,13 @@ void AlignedFree::operator()(void* p) const {
 }
 
 AlignedBytes aligned_alloc_bytes(size_t n) {
+    // Test hook (docs/reliability.md): COLI_FAIL_ALLOCS=N makes the process's first N calls fail as if the
+    // memory were exhausted.
+    static std::atomic<int64_t> failures_left{fault_count("COLI_FAIL_ALLOCS")};
     // Never zero bytes: a zero-byte allocation may return nullptr, which callers would have to
     // special-case.
     const size_t bytes = align_up(n == 0 ? 1 : n);
+    check(!fault_take(failures_left), "out of memory: cannot allocate {} aligned bytes", bytes);
     // A buffer of a huge page or more in huge pages (core/pages.h): filling it faults once per 2 MB instead
     // of once per 4 KB page, which on a virtual machine is most of the cost of reading an expert into fresh
     // memory, and reading it misses the TLB that much less.

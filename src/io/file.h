@@ -22,7 +22,8 @@ struct AlignedFree {
     void operator()(void* p) const;
 };
 using AlignedBytes = std::unique_ptr<uint8_t[], AlignedFree>;
-AlignedBytes aligned_alloc_bytes(size_t n);  // n rounded up to kDirectAlign; huge pages from kHugePageBytes
+// n rounded up to kDirectAlign; huge pages from kHugePageBytes. Throws coli::Error when out of memory.
+AlignedBytes aligned_alloc_bytes(size_t n);
 
 // Writes `bytes` to `path` (created or truncated) and flushes them to the disk (fsync), so that a rename
 // over an older file after it never leaves an empty one behind a crash. Returns 0, or the errno of the

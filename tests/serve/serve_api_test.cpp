@@ -319,6 +319,39 @@ TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
     EXPECT_NE(server.err().find("the disk is stalling"), std::string::npos) << server.err();
 }
 
+// Memory exhausted while the expert store allocates a read buffer (COLI_FAIL_ALLOCS fails the first
+// allocation): that request ends with an engine_error saying so, and the next is answered with the text
+// of a server that never saw the fault.
+TEST(ServeApi, AFailedExpertAllocationFailsItsRequestAndTheNextIsServed) {
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", 8},
+        {"temperature", 0}}.dump();
+    std::string clean_text;
+    {
+        ServeProcess clean({"--ram-gb", "1"});
+        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        clean_text = json::parse(r->body)["choices"][0]["text"];
+    }
+    ::setenv("COLI_FAIL_ALLOCS", "1", 1);
+    ServeProcess server({"--ram-gb", "1"});
+    ::unsetenv("COLI_FAIL_ALLOCS");
+    const auto failed = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(failed);
+    const json error = json::parse(failed->body, nullptr, false);
+    ASSERT_TRUE(error.contains("error")) << failed->body;
+    EXPECT_EQ(error["error"]["code"], "engine_error") << failed->body;
+    const std::string message = error["error"]["message"];
+    EXPECT_NE(message.find("out of memory"), std::string::npos) << message;
+    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(next);
+    ASSERT_EQ(next->status, 200) << next->body;
+    EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+}
+
 // Headers far beyond what the HTTP layer reads (8 KB): a 400 error object, and the server goes on.
 TEST(ServeApi, OversizedHeadersAre400AndTheServerGoesOn) {
     ServeProcess server;
