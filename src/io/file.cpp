@@ -27,9 +27,6 @@ uint64_t align_up(uint64_t x) {
     return (x + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
 }
 
-// Attempts of a read that fails with EIO (a transient disk or network-filesystem error) before it fails.
-constexpr int kReadAttempts = 3;
-
 // The number in the environment variable `name` (0 when unset): how many faults a test hook injects.
 int64_t fault_count(const char* name) {
     const char* env = std::getenv(name);
@@ -41,14 +38,9 @@ bool fault_take(std::atomic<int64_t>& left) {
     return left.load(std::memory_order_relaxed) > 0 && left.fetch_sub(1) > 0;
 }
 
-// The test hooks of docs/reliability.md, on the reads by read_direct (the expert store's reads):
-// COLI_FAIL_READS=N makes the process's first N reads fail with EIO, as a failing disk would;
-// COLI_SHORT_READS=N makes the first N return half the bytes they read (at least one), as a network
-// filesystem or an interrupted read may.
-bool read_fault_injected() {
-    static std::atomic<int64_t> left{fault_count("COLI_FAIL_READS")};
-    return fault_take(left);
-}
+// The test hooks of docs/reliability.md on the reads by read_direct (the expert store's reads), beside
+// read_fault_injected: COLI_SHORT_READS=N makes the first N return half the bytes they read (at least one),
+// as a network filesystem or an interrupted read may.
 // What an injected short read leaves in the bytes it did not return.
 constexpr uint8_t kShortReadFill = 0xFF;
 bool short_read_injected() {
@@ -110,6 +102,11 @@ size_t pread_full(int fd, uint8_t* dst, size_t n, uint64_t offset, const std::fi
 }
 
 }  // namespace
+
+bool read_fault_injected() {
+    static std::atomic<int64_t> left{fault_count("COLI_FAIL_READS")};
+    return fault_take(left);
+}
 
 int write_file_synced(const std::filesystem::path& path, std::string_view bytes) {
     static std::atomic<int64_t> failures_left{fault_count("COLI_FAIL_WRITES")};

@@ -25,6 +25,14 @@ using AlignedBytes = std::unique_ptr<uint8_t[], AlignedFree>;
 // n rounded up to kDirectAlign; huge pages from kHugePageBytes. Throws coli::Error when out of memory.
 AlignedBytes aligned_alloc_bytes(size_t n);
 
+// Attempts of a read that fails with EIO (a transient disk or network-filesystem error) before it fails.
+inline constexpr int kReadAttempts = 3;
+
+// The test hook of docs/reliability.md for failing reads: COLI_FAIL_READS=N makes this true for the
+// process's first N calls, each standing for an expert read (read_direct, mapping_populate) that fails
+// with EIO, as a failing disk would.
+bool read_fault_injected();
+
 // Writes `bytes` to `path` (created or truncated) and flushes them to the disk (fsync), so that a rename
 // over an older file after it never leaves an empty one behind a crash. Returns 0, or the errno of the
 // first failing call (ENOSPC on a full disk): the file may then hold part of the bytes. Test hook

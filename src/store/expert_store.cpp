@@ -242,7 +242,8 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
                      : ReadBuffer::read(*files[range.file], range, pool);
         parts_nan_check(*e, i, buf);
     } catch (const std::exception& ex) {
-        error = ex.what();
+        // A read names its file; a mapping's bytes do not know theirs.
+        error = mapped ? fmt::format("{}: {}", ckpt.file_path(range.file).string(), ex.what()) : ex.what();
     }
 
     const double seconds = reading.seconds();

@@ -15,11 +15,14 @@ namespace {
 
 constexpr const char* kRun =
     "run --no-mmap --hot-set none -n 8 --temperature 0 --print-ids --ids 5,17,99,200,33";
+// The same with the experts used in place from the file mappings.
+constexpr const char* kRunMapped = "run --hot-set none -n 8 --temperature 0 --print-ids --ids 5,17,99,200,33";
 
-// Runs `coli kRun <flags>` with the environment variable `hook` set to `value` (unset when empty).
-test::ProcessResult run_with_hook(const char* hook, const std::string& value, const std::string& flags = "") {
+// Runs `coli <run> <flags>` with the environment variable `hook` set to `value` (unset when empty).
+test::ProcessResult run_with_hook(const char* hook, const std::string& value, const std::string& flags = "",
+                                  const char* run = kRun) {
     if (!value.empty()) ::setenv(hook, value.c_str(), 1);
-    test::ProcessResult r = test::coli_run(std::string(kRun) + " " + flags);
+    test::ProcessResult r = test::coli_run(std::string(run) + " " + flags);
     ::unsetenv(hook);
     return r;
 }
@@ -44,6 +47,26 @@ TEST(ReadFaults, ALastingEioIsAOneLineErrorNamingTheFileAndTheOffset) {
     EXPECT_EQ(last.rfind("coli: error: ", 0), 0u) << r.err;
     EXPECT_NE(last.find("model.safetensors"), std::string::npos) << last;
     EXPECT_NE(last.find("at offset"), std::string::npos) << last;
+    EXPECT_NE(last.find("Input/output error"), std::string::npos) << last;
+}
+
+// The experts used in place from the file mappings (no --no-mmap, no budget): a failed MADV_POPULATE_READ
+// is tried again as a read is, and one that fails on every attempt is a one-line error naming the file.
+TEST(ReadFaults, MappedEioIsTriedAgainAndALastingOneIsAOneLineError) {
+    const auto clean = run_with_hook("COLI_FAIL_READS", "", "", kRunMapped);
+    ASSERT_EQ(clean.exit_code, 0) << clean.err;
+    ASSERT_NE(clean.err.find("used in place from the file mappings"), std::string::npos) << clean.err;
+    const auto transient = run_with_hook("COLI_FAIL_READS", "2", "", kRunMapped);
+    ASSERT_EQ(transient.exit_code, 0) << transient.err;
+    EXPECT_EQ(test::last_line(transient.out), test::last_line(clean.out));
+    EXPECT_NE(transient.err.find("mapped checkpoint file failed (Input/output error), trying again"),
+              std::string::npos)
+        << transient.err;
+    const auto lasting = run_with_hook("COLI_FAIL_READS", "1000000", "", kRunMapped);
+    EXPECT_EQ(lasting.exit_code, 1);
+    const std::string last = test::last_line(lasting.err);
+    EXPECT_EQ(last.rfind("coli: error: ", 0), 0u) << lasting.err;
+    EXPECT_NE(last.find("model.safetensors: cannot read"), std::string::npos) << last;
     EXPECT_NE(last.find("Input/output error"), std::string::npos) << last;
 }
 
