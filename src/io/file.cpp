@@ -128,6 +128,24 @@ int write_file_synced(const std::filesystem::path& path, std::string_view bytes)
     return err;
 }
 
+FileIdentity FileIdentity::of(const struct stat& st) {
+    return {st.st_dev, st.st_ino, static_cast<uint64_t>(st.st_size), st.st_mtim};
+}
+
+void FileIdentity::check_unchanged(const std::filesystem::path& path, int fd) const {
+    const auto same = [&](const struct stat& st) {
+        return st.st_dev == device && st.st_ino == inode && static_cast<uint64_t>(st.st_size) == size &&
+               st.st_mtim.tv_sec == modified.tv_sec && st.st_mtim.tv_nsec == modified.tv_nsec;
+    };
+    struct stat named {};
+    struct stat open {};
+    check(::stat(path.c_str(), &named) == 0 && same(named) &&
+              (fd < 0 || (::fstat(fd, &open) == 0 && same(open))),
+          "{}: changed since it was opened (replaced, removed or written to); its bytes are no longer those "
+          "the model was loaded with: restart coli",
+          path.string());
+}
+
 void AlignedFree::operator()(void* p) const {
     if (mapped_bytes > 0)
         PagesUnmap{mapped_bytes}(p);
@@ -172,9 +190,7 @@ ReadFile::ReadFile(const std::filesystem::path& path, bool use_direct) : path_(p
         fail("{}: cannot read: {}", path.string(), problem);
     }
     size_ = static_cast<uint64_t>(st.st_size);
-    device_ = st.st_dev;
-    inode_ = st.st_ino;
-    modified_ = st.st_mtim;
+    opened_ = FileIdentity::of(st);
     // Filesystems without O_DIRECT (tmpfs, some FUSE and network mounts) refuse it with EINVAL: then
     // every read is buffered, which is correct, only less predictable for large expert reads.
     if (use_direct) fd_direct_ = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -202,15 +218,7 @@ uint64_t ReadFile::direct_bytes(size_t n, uint64_t offset) {
 }
 
 void ReadFile::check_unchanged() const {
-    struct stat now {};
-    struct stat named {};
-    const bool same = ::fstat(fd_, &now) == 0 && static_cast<uint64_t>(now.st_size) == size_ &&
-                      now.st_mtim.tv_sec == modified_.tv_sec && now.st_mtim.tv_nsec == modified_.tv_nsec &&
-                      ::stat(path_.c_str(), &named) == 0 && named.st_dev == device_ && named.st_ino == inode_;
-    check(same,
-          "{}: changed since it was opened (replaced, removed or written to); its bytes are no longer those "
-          "the model was loaded with: restart coli",
-          path_.string());
+    opened_.check_unchanged(path_, fd_);
 }
 
 size_t ReadFile::read_direct(uint8_t* buf, size_t n, uint64_t offset) const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string_view>
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -40,6 +41,20 @@ bool read_fault_injected();
 // writing half of the bytes, as a disk that fills up does.
 int write_file_synced(const std::filesystem::path& path, std::string_view bytes);
 
+// What tells a file's bytes from those it had when it was opened: a write moves its modification time, a
+// file renamed over its path has another inode.
+struct FileIdentity {
+    dev_t device = 0;     // the filesystem
+    ino_t inode = 0;      // the file on it
+    uint64_t size = 0;    // its bytes
+    timespec modified{};  // its last modification
+    static FileIdentity of(const struct stat& st);
+    // Throws coli::Error ("<path>: changed since it was opened") when the file at `path`, or the open file
+    // `fd` (when >= 0), is no longer this one: written to, truncated, replaced or removed. One stat call,
+    // two with fd.
+    void check_unchanged(const std::filesystem::path& path, int fd = -1) const;
+};
+
 // A read-only file opened twice: buffered and, when the filesystem supports it, with O_DIRECT.
 class ReadFile {
 public:
@@ -64,9 +79,8 @@ public:
     // O_DIRECT when available (buffered otherwise); returns the position of byte `offset` within buf.
     // After the read (and when it fails) it checks that the file is the one opened (check_unchanged).
     size_t read_direct(uint8_t* buf, size_t n, uint64_t offset) const;
-    // Throws coli::Error ("changed since it was opened") when the file's size or modification time
-    // differ from those at open, or when its path now names another file (replaced, or removed): bytes
-    // read from it could then be another checkpoint's. Two stat calls.
+    // FileIdentity::check_unchanged of the file as opened, for its path and its descriptor. Bytes read from
+    // a changed file could be another checkpoint's.
     void check_unchanged() const;
 
 private:
@@ -78,9 +92,7 @@ private:
     std::filesystem::path path_;
     int fd_ = -1, fd_direct_ = -1;
     uint64_t size_ = 0;
-    dev_t device_ = 0;     // the filesystem of the file as opened (check_unchanged)
-    ino_t inode_ = 0;      // its inode: a file renamed over the path has another
-    timespec modified_{};  // its modification time at open: a write moves it
+    FileIdentity opened_;  // the file as opened (check_unchanged)
 };
 
 }  // namespace coli

@@ -238,12 +238,10 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     std::string error;
     const Timer reading;
     try {
-        buf = mapped ? ReadBuffer::map(ckpt.map_file(range.file), range)
-                     : ReadBuffer::read(*files[range.file], range, pool);
+        buf = mapped ? ReadBuffer::map(ckpt, range) : ReadBuffer::read(*files[range.file], range, pool);
         parts_nan_check(*e, i, buf);
     } catch (const std::exception& ex) {
-        // A read names its file; a mapping's bytes do not know theirs.
-        error = mapped ? fmt::format("{}: {}", ckpt.file_path(range.file).string(), ex.what()) : ex.what();
+        error = ex.what();
     }
 
     const double seconds = reading.seconds();

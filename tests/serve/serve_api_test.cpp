@@ -252,8 +252,8 @@ TEST(ServeApi, AFailedExpertReadFailsItsRequestAndTheNextIsServed) {
 }
 
 // The checkpoint file changed under a running server (docs/reliability.md): written to (its modification
-// time moves) or replaced by another file of the same name. The next expert read refuses with an error
-// naming the file, not tokens from bytes the model was not loaded with.
+// time moves) or replaced by another file of the same name. The next expert read (or bringing in of mapped
+// experts) refuses with an error naming the file, not tokens from bytes the model was not loaded with.
 TEST(ServeApi, ACheckpointChangedWhileServingIsAnErrorNamingTheFile) {
     const std::string body = json{
         {"model", kDemoId},
@@ -270,11 +270,16 @@ TEST(ServeApi, ACheckpointChangedWhileServingIsAnErrorNamingTheFile) {
         std::filesystem::copy_file(file, next);
         std::filesystem::rename(next, file);
     };
-    for (const Change& change : {written_to, replaced}) {
+    // Experts read into a budget, and used in place from the file mappings.
+    const std::vector<std::vector<std::string>> modes = {{"--ram-gb", "1"}, {}};
+    for (const auto& [change, mode] : {std::pair(written_to, modes[0]), std::pair(replaced, modes[0]),
+                                       std::pair(written_to, modes[1]), std::pair(replaced, modes[1])}) {
         TempDir model("changed-model");
         for (const auto& entry : std::filesystem::directory_iterator(kDemoModel))
             std::filesystem::copy_file(entry.path(), model / entry.path().filename().string());
-        ServeProcess server({"--ram-gb", "1", "--model-name", kDemoId}, model.path());
+        std::vector<std::string> flags = {"--model-name", kDemoId};
+        flags.insert(flags.end(), mode.begin(), mode.end());
+        ServeProcess server(flags, model.path());
         change(model / "model.safetensors");
         const auto r = server.client()->Post("/v1/completions", body, kJsonType);
         ASSERT_TRUE(r);
