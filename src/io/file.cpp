@@ -38,11 +38,12 @@ bool fault_take(std::atomic<int64_t>& left) {
     return left.load(std::memory_order_relaxed) > 0 && left.fetch_sub(1) > 0;
 }
 
+// What an injected short read leaves in the bytes it did not return.
+constexpr uint8_t kShortReadFill = 0xFF;
+
 // The test hooks of docs/reliability.md on the reads by read_direct (the expert store's reads), beside
 // read_fault_injected: COLI_SHORT_READS=N makes the first N return half the bytes they read (at least one),
 // as a network filesystem or an interrupted read may.
-// What an injected short read leaves in the bytes it did not return.
-constexpr uint8_t kShortReadFill = 0xFF;
 bool short_read_injected() {
     static std::atomic<int64_t> left{fault_count("COLI_SHORT_READS")};
     return fault_take(left);
