@@ -167,6 +167,9 @@ void stats_print(Engine& engine) {
                    s.hits, s.misses, 100 * s.hit_rate(), bytes_human(s.bytes_read), s.read_gbps(),
                    s.stall_seconds, s.evictions, bytes_human(s.cached_bytes), s.pinned_experts);
     }
+    if (s.slow_reads > 0)
+        fmt::print(stderr, "slow expert reads: {} took longer than {} s (the disk stalled)\n", s.slow_reads,
+                   kSlowReadSeconds);
     fmt::print(stderr, "routing: {:.1f} distinct experts per layer, {:.2f} shared by consecutive tokens\n",
                s.distinct_per_layer, s.consecutive_shared);
 }

@@ -93,10 +93,11 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
         const int file_index = static_cast<int>(ck->files_.size());
         const fs::path path = dir / shard_name;
         check(is_file(path), "{}: shard {} named by {} is missing", dir.string(), shard_name, kIndexName);
+        // Before the header is read: a change from here on shows at the next check_unchanged.
+        struct stat st {};
+        check(::stat(path.c_str(), &st) == 0, "{}: {}", path.string(), std::strerror(errno));
         SafetensorsHeader header = safetensors_read_header(path, file_index);
-        const uint64_t size = fs::file_size(path, ec);
-        check(!ec, "{}: {}", path.string(), ec.message());
-        ck->files_.push_back(File{path, size, nullptr});
+        ck->files_.push_back(File{path, static_cast<uint64_t>(st.st_size), nullptr, FileIdentity::of(st)});
 
         for (TensorInfo& t : header.tensors) {
             auto [it, inserted] = ck->by_name_.emplace(t.name, ck->tensors_.size());
@@ -135,7 +136,7 @@ std::unique_ptr<Checkpoint> Checkpoint::shapes(const std::string& name, nlohmann
             fail("{}: tensor {} is listed twice", name, quote(t.name));
         ck->tensors_.push_back(std::move(t));
     }
-    ck->files_.push_back(File{name, offset, nullptr});
+    ck->files_.push_back(File{name, offset, nullptr, {}});
     return ck;
 }
 
@@ -177,17 +178,26 @@ std::span<const uint8_t> Checkpoint::map_file(int file) const {
         // count of mappings far below the kernel's limit for checkpoints with thousands of tensors.
         int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
         check(fd >= 0, "{}: cannot open: {}", f.path.string(), std::strerror(errno));
-        // A file that changed size since open would fault (SIGBUS) on access instead of failing here.
-        struct stat st {};
-        bool same_size = ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == f.size;
-        void* p = same_size ? pages_map(f.size, fd) : MAP_FAILED;
+        // A file that changed since open holds bytes the header did not describe; a shorter one would
+        // fault (SIGBUS) on access instead of failing here.
+        try {
+            f.opened.check_unchanged(f.path, fd);
+        } catch (const Error&) {
+            ::close(fd);
+            throw;
+        }
+        void* p = pages_map(f.size, fd);
         int err = errno;
         ::close(fd);  // the mapping keeps its own reference to the file
-        check(same_size, "{}: file changed size since the checkpoint was opened", f.path.string());
         check(p != MAP_FAILED, "{}: cannot map {} bytes: {}", f.path.string(), f.size, std::strerror(err));
         f.map = static_cast<const uint8_t*>(p);
     }
     return {f.map, f.size};
+}
+
+void Checkpoint::check_unchanged(int file) const {
+    check(file >= 0 && file < file_count(), "{}: no file {} of {}", dir_.string(), file, file_count());
+    files_[file].opened.check_unchanged(files_[file].path);
 }
 
 uint64_t Checkpoint::total_bytes() const {

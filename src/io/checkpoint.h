@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/file.h"  // FileIdentity
 #include "io/json.h"  // json_read_file
 #include "io/safetensors.h"
 
@@ -47,8 +48,12 @@ public:
     // The tensor's bytes through a read-only shared mapping of its file (mapped on first use). For
     // resident (dense) weights; expert bytes go through the expert store's reads instead.
     std::span<const uint8_t> map(const TensorInfo& t) const;
-    // All bytes of file `file` through the same mapping (mapped on first use).
+    // All bytes of file `file` through the same mapping (mapped on first use, refused when the file
+    // changed since the checkpoint was opened).
     std::span<const uint8_t> map_file(int file) const;
+    // Throws coli::Error naming file `file` when it changed since the checkpoint was opened (FileIdentity):
+    // written to, truncated, replaced or removed.
+    void check_unchanged(int file) const;
 
     uint64_t total_bytes() const;  // sum of all tensors' nbytes
 
@@ -57,6 +62,7 @@ private:
         std::filesystem::path path;
         uint64_t size = 0;
         mutable const uint8_t* map = nullptr;  // mmap base, nullptr until first map()
+        FileIdentity opened;                   // the file when its header was read
     };
     Checkpoint() = default;
 

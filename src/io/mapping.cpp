@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "io/file.h"
 
 namespace coli {
 
@@ -24,9 +26,24 @@ void mapping_populate(std::span<const uint8_t> bytes) {
     const auto first = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
     const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
     // One call faults the whole range in, with the kernel's readahead, and reports an I/O error instead of
-    // the SIGBUS a plain access would raise.
-    if (::madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_READ) == 0) return;
-    const int err = errno;
+    // the SIGBUS a plain access would raise. EIO is tried again, as the expert store's reads are
+    // (kReadAttempts in all, said on stderr); the test hook read_fault_injected stands for it.
+    int err = 0;
+    for (int attempt = 1;; ++attempt) {
+        if (read_fault_injected())
+            err = EIO;
+        else if (::madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_READ) == 0)
+            return;
+        else
+            err = errno;
+        if (err == EINTR) {
+            --attempt;  // an interruption is not a failure
+            continue;
+        }
+        if (err != EIO || attempt == kReadAttempts) break;
+        log_warn("reading {} bytes of a mapped checkpoint file failed ({}), trying again", bytes.size(),
+                 std::strerror(err));
+    }
     check(err == EINVAL, "cannot read {} bytes of a mapped checkpoint file: {}", bytes.size(),
           std::strerror(err));
     // A kernel before 5.14: touch one byte per page.

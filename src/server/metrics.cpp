@@ -156,6 +156,9 @@ std::string Metrics::prometheus_text() const {
     metric_add(out, "coli_expert_pinned", "gauge", "Experts pinned in RAM by the hot set.", s.pinned_experts);
     metric_add(out, "coli_expert_io_stall_seconds_total", "counter",
                "Time the model waited for expert reads.", s.stall_seconds);
+    const std::string slow_help =
+        fmt::format("Expert reads that took longer than {} s: a stalling disk.", kSlowReadSeconds);
+    metric_add(out, "coli_expert_slow_reads_total", "counter", slow_help.c_str(), s.slow_reads);
 
     const OpCounters& c = engine_.ops;
     family_add(out, "coli_ops_total", "counter",
@@ -236,6 +239,7 @@ std::string Metrics::status_json() const {
           {"hit_rate", s.hit_rate()},
           {"bytes_read", s.bytes_read},
           {"evictions", s.evictions},
+          {"slow_reads", s.slow_reads},
           {"ram_cached_bytes", s.cached_bytes},
           {"ram_budget_bytes", info_.ram_budget},
           {"pinned", s.pinned_experts},

@@ -3,7 +3,9 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <set>
@@ -15,6 +17,7 @@
 #include "io/model_path.h"
 #include "server/api_error.h"
 #include "server/api_format.h"
+#include "server/http_threads.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/request.h"
@@ -31,9 +34,11 @@ namespace {
 // it sooner when there is text): the longest a disconnected client's generation goes on.
 constexpr std::chrono::milliseconds kStreamPoll{100};
 // HTTP threads besides those that requests waiting for the model hold: the running request, requests
-// being refused (429) while the queue is full, /health, /metrics, the status page, and idle keep-alive
-// connections. A connection beyond all threads waits for one (httplib queues it) instead of being answered.
-constexpr size_t kSpareThreads = 32;
+// being refused (429) while the queue is full, /health, /metrics, the status page, idle keep-alive
+// connections (each holds its thread until the keep-alive timeout, 5 s) and slow clients (each for as
+// long as it sends a byte within every read timeout, 5 s). Started only as connections need them
+// (HttpThreads); a connection beyond all of them waits for one to free.
+constexpr size_t kSpareThreads = 1024;
 
 const char* kJson = "application/json";
 
@@ -126,12 +131,13 @@ struct Server::Impl {
     void text_routes_add();
     bool authorized(const httplib::Request& req) const;
 
-    ServerOptions opts;    // as given, model_id filled in
-    Metrics metrics;       // counters behind /metrics and /api/status
-    Worker worker;         // runs the model, up to opts.parallel requests at a time
-    RequestLimits limits;  // what the request parsers check against
-    int64_t created;       // Unix seconds at start: the model's "created" in /v1/models
-    httplib::Server http;  // the listening socket and its threads
+    ServerOptions opts;      // as given, model_id filled in
+    Metrics metrics;         // counters behind /metrics and /api/status
+    Worker worker;           // runs the model, up to opts.parallel requests at a time
+    RequestLimits limits;    // what the request parsers check against
+    int64_t created;         // Unix seconds at start: the model's "created" in /v1/models
+    httplib::Server http;    // the listening socket and its threads
+    int listen_socket = -1;  // the listening socket, from httplib's socket-options callback
 };
 
 bool Server::Impl::authorized(const httplib::Request& req) const {
@@ -145,14 +151,15 @@ bool Server::Impl::authorized(const httplib::Request& req) const {
 
 void Server::Impl::routes_add() {
     http.new_task_queue = [n = opts.queue_limit + opts.parallel + kSpareThreads] {
-        return new httplib::ThreadPool(n);
+        return new HttpThreads(n);
     };
     http.set_payload_max_length(opts.max_body_bytes);
     // httplib's default also sets SO_REUSEPORT, which lets a second server bind a port already in use and
     // take half of its connections: only SO_REUSEADDR (a restart need not wait for TIME_WAIT).
-    http.set_socket_options([](socket_t sock) {
+    http.set_socket_options([this](socket_t sock) {
         const int on = 1;
         ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        listen_socket = sock;  // the last one called for is the one bound
     });
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
@@ -365,6 +372,11 @@ int Server::bind() {
                                       : (s.http.bind_to_port(s.opts.host, s.opts.port) ? s.opts.port : -1);
     check(port > 0, "cannot listen on {}:{}: the port is in use or the address is not one of this machine's",
           s.opts.host, s.opts.port);
+    // httplib listens with a backlog of 5 connections not yet accepted: beyond them, a burst of clients
+    // (100 connecting at once) waits for the kernel's SYN retries, after 1 s, 3 s, 7 s and so on. Listening
+    // again sets the backlog.
+    check(::listen(s.listen_socket, SOMAXCONN) == 0, "cannot listen on {}:{}: {}", s.opts.host, port,
+          std::strerror(errno));
     return port;
 }
 

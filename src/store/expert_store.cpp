@@ -98,6 +98,7 @@ struct ExpertStore::Impl {
     uint64_t records_since_refresh = 0;
     uint64_t hits = 0, misses = 0, bytes_read = 0;
     double stall_seconds = 0;
+    uint64_t slow_reads = 0;
     double moe_seconds = 0;
     uint64_t moe_calls = 0;
 
@@ -235,15 +236,22 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     const bool mapped = opts.source == ExpertSource::mapped;
     ReadBuffer buf;
     std::string error;
+    const Timer reading;
     try {
-        buf = mapped ? ReadBuffer::map(ckpt.map_file(range.file), range)
-                     : ReadBuffer::read(*files[range.file], range, pool);
+        buf = mapped ? ReadBuffer::map(ckpt, range) : ReadBuffer::read(*files[range.file], range, pool);
         parts_nan_check(*e, i, buf);
     } catch (const std::exception& ex) {
         error = ex.what();
     }
 
+    const double seconds = reading.seconds();
+
     std::lock_guard lock(mu);
+    if (seconds > kSlowReadSeconds && slow_reads++ == 0)
+        log_warn(
+            "expert store: reading {} of expert {} of layer {} took {:.1f} s: the disk is stalling; reads "
+            "slower than {} s are counted (summary of coli run, coli_expert_slow_reads_total of coli serve)",
+            show_bytes(range.length), e->expert, e->layer, seconds, kSlowReadSeconds);
     if (error.empty()) {
         e->buffers[i] = std::move(buf);
         // O_DIRECT reads whole blocks.
@@ -511,6 +519,7 @@ StoreStats ExpertStore::stats() const {
     st.bytes_read = s.bytes_read;
     st.mapped = s.opts.source == ExpertSource::mapped;
     st.stall_seconds = s.stall_seconds;
+    st.slow_reads = s.slow_reads;
     st.moe_seconds = s.moe_seconds;
     st.moe_calls = s.moe_calls;
     st.cached_bytes = s.cache.charged_bytes();

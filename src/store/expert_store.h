@@ -47,6 +47,10 @@ struct StoreOptions {
     std::function<void(int file, uint64_t offset)> read_issued;
 };
 
+// An expert read that takes longer than this is counted as slow (StoreStats::slow_reads) and the first one
+// is warned about: the disk or filesystem is stalling, and tokens wait for it.
+inline constexpr double kSlowReadSeconds = 1.0;
+
 // Counters since the store was opened.
 struct StoreStats {
     uint64_t hits = 0;            // fetches served from RAM
@@ -56,6 +60,7 @@ struct StoreStats {
     bool mapped = false;          // the experts are views of the file mappings (ExpertSource::mapped)
     double read_seconds = 0;      // wall time with at least one read in flight
     double stall_seconds = 0;     // time fetch() waited for reads
+    uint64_t slow_reads = 0;      // reads that took longer than kSlowReadSeconds
     uint64_t cached_bytes = 0;    // bytes held now (<= budget)
     uint64_t kept_bytes = 0;      // bytes of read buffers kept for reuse now (with those held: <= budget)
     uint64_t pinned_experts = 0;  // experts in the hot set now

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/file.h"
 #include "io/json.h"
 
 namespace coli {
@@ -112,16 +113,12 @@ bool RoutingHistory::save(const std::filesystem::path& path) {
     // The pid keeps two processes sharing a model from writing the same temporary file.
     std::filesystem::path tmp = path;
     tmp += fmt::format(".tmp.{}", ::getpid());
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
-        if (f) f.close();
-        if (!f) {
-            save_failed(tmp, std::strerror(errno));
-            std::error_code ignored;
-            std::filesystem::remove(tmp, ignored);
-            return false;
-        }
+    // A failed write (a full disk) leaves the older file as it was: only the temporary one is removed.
+    if (const int err = write_file_synced(tmp, text); err != 0) {
+        save_failed(tmp, std::strerror(err));
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);
+        return false;
     }
     std::filesystem::rename(tmp, path, ec);
     if (ec) {

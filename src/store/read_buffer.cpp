@@ -1,6 +1,7 @@
 #include "store/read_buffer.h"
 
 #include "core/error.h"
+#include "io/checkpoint.h"
 #include "io/mapping.h"
 
 namespace coli {
@@ -16,12 +17,22 @@ ReadBuffer ReadBuffer::read(const ReadFile& file, const ReadRange& range, std::s
     return buf;
 }
 
-ReadBuffer ReadBuffer::map(std::span<const uint8_t> file_map, const ReadRange& range) {
+ReadBuffer ReadBuffer::map(const Checkpoint& ckpt, const ReadRange& range) {
+    const std::span<const uint8_t> file_map = ckpt.map_file(range.file);
+    const std::string path = ckpt.file_path(range.file).string();
     check(range.offset <= file_map.size() && range.length <= file_map.size() - range.offset,
-          "expert store: range [{}, +{}) is past the end of its file ({} bytes)", range.offset, range.length,
-          file_map.size());
+          "{}: expert store: range [{}, +{}) is past the end of its file ({} bytes)", path, range.offset,
+          range.length, file_map.size());
     const std::span<const uint8_t> bytes = file_map.subspan(range.offset, range.length);
-    mapping_populate(bytes);
+    try {
+        mapping_populate(bytes);
+    } catch (const Error& e) {
+        ckpt.check_unchanged(range.file);  // a truncated or replaced file is better named as such
+        fail("{}: {}", path, e.what());
+    }
+    // After the bytes came in: a write to the file before or during it shows (bytes already used, by an
+    // earlier token or a dense weight, are not checked).
+    ckpt.check_unchanged(range.file);
     ReadBuffer buf;
     buf.data_ = bytes.data();
     return buf;

@@ -21,9 +21,10 @@ public:
     // Reads `range` of `file` with ReadFile::read_direct (O_DIRECT when the file was opened with it,
     // buffered otherwise) into a buffer of range.buffer_bytes from `pool`. Throws coli::Error.
     static ReadBuffer read(const ReadFile& file, const ReadRange& range, std::shared_ptr<BufferPool> pool);
-    // The range inside `file_map` (all bytes of its file, mapped), its pages brought in (mapping_populate).
-    // Throws coli::Error.
-    static ReadBuffer map(std::span<const uint8_t> file_map, const ReadRange& range);
+    // The range inside the mapping of its file in `ckpt` (Checkpoint::map_file), its pages brought in
+    // (mapping_populate), after which the file is checked to be the one opened (Checkpoint::check_unchanged).
+    // Throws coli::Error naming the file.
+    static ReadBuffer map(const Checkpoint& ckpt, const ReadRange& range);
 
     ReadBuffer(ReadBuffer&& o) noexcept { *this = std::move(o); }
     ReadBuffer& operator=(ReadBuffer&& o) noexcept;

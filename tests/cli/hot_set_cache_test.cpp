@@ -1,6 +1,7 @@
 // The routing history of `--hot-set auto` (the default) goes to the user's cache, $XDG_CACHE_HOME/coli,
 // in a file named by the model's fingerprint, and never into the model's directory; a cache that cannot be
-// written costs one warning and nothing else.
+// written costs one warning and nothing else, and a full disk (COLI_FAIL_WRITES) leaves the older history as
+// it was.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +70,37 @@ TEST(HotSetCache, AnUnwritableCacheIsOneWarning) {
     EXPECT_EQ(warnings, 1u) << r.err;
     EXPECT_NE(r.err.find("--hot-set none"), std::string::npos) << r.err;
     EXPECT_NE(r.out.size(), 0u) << "the run went on";
+}
+
+// A full disk while the history is saved (COLI_FAIL_WRITES fails every write with ENOSPC half-way): one
+// warning, the file of the run before intact and no temporary file left; the tokens are a clean run's.
+TEST(HotSetCache, AFullDiskKeepsTheOlderHistoryWithOneWarning) {
+    test::TempDir tmp("hotset");
+    const fs::path model = demo_copy(tmp / "model");
+    const fs::path cache = tmp / "cache" / "coli";
+    const std::string run = "run --model " + model.string() + " -n 8 --temperature 0 'In the beginning'";
+    ::setenv("XDG_CACHE_HOME", (tmp / "cache").c_str(), 1);
+    const auto first = test::coli_run(run);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const std::set<std::string> cached = names_in(cache);
+    ASSERT_EQ(cached.size(), 1u);
+    const fs::path file = cache / *cached.begin();
+    const std::string before = test::read_bytes(file);
+    ::setenv("COLI_FAIL_WRITES", "1000000", 1);
+    const auto full = test::coli_run(run);
+    ::unsetenv("COLI_FAIL_WRITES");
+    const std::string after_full = test::read_bytes(file);
+    const auto clean = test::coli_run(run);  // saves the history that the full disk kept from being saved
+    ::unsetenv("XDG_CACHE_HOME");
+
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    EXPECT_EQ(full.out, clean.out);
+    EXPECT_NE(full.err.find("No space left on device"), std::string::npos) << full.err;
+    EXPECT_EQ(full.err.find("warning:"), full.err.rfind("warning:")) << "one warning:\n" << full.err;
+    EXPECT_EQ(after_full, before) << "the older history is intact";
+    EXPECT_EQ(names_in(cache), cached) << "no temporary file left";
+    ASSERT_EQ(clean.exit_code, 0) << clean.err;
+    EXPECT_NE(test::read_bytes(file), before) << "the clean run saved a history the full disk did not";
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // The RAM budget is a hard limit for the whole process, not only for the cache's bookkeeping: `coli run`
 // on a model whose routed experts are several times --ram-gb stays, at its peak resident set (VmHWM, from
 // wait4), under dense weights + budget + a stated slack. A control run without a budget goes over the
-// same bound, which shows that the bound is tight enough to catch a cache that ignores the budget.
+// same bound, which shows that the bound is tight enough to catch a cache that ignores the budget. A budget
+// below what one token needs in a layer is slow but exact; below one expert, it is refused at start.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "cli/coli_exec.h"
+#include "common/process.h"
 #include "io/checkpoint.h"
 
 namespace coli {
@@ -66,6 +68,25 @@ TEST(RamBudget, PeakRssStaysUnderDensePlusBudgetPlusSlack) {
         << "without a budget the run should cache more than the bound allows; if it does not, the bound is "
            "too loose to test anything\n"
         << unlimited.err;
+}
+
+// The demo model: 2 experts per token in a layer, each 3 x 256 x 160 bf16 = 246 KB (0.00025 GB).
+TEST(RamBudget, BelowATokensExpertsIsExactAndBelowOneExpertIsRefused) {
+    const std::string run =
+        "run --no-mmap --hot-set none -n 8 --temperature 0 --print-ids --ids 5,17,99,200,33";
+    const auto clean = test::coli_run(run);
+    ASSERT_EQ(clean.exit_code, 0) << clean.err;
+    const auto one_expert = test::coli_run(run + " --ram-gb 0.0003");  // one expert, not a token's two
+    ASSERT_EQ(one_expert.exit_code, 0) << one_expert.err;
+    EXPECT_EQ(test::last_line(one_expert.out), test::last_line(clean.out));
+    EXPECT_NE(one_expert.err.find("holds fewer than the 2 experts a token uses"), std::string::npos)
+        << one_expert.err;
+    const auto refused = test::coli_run(run + " --ram-gb 0.0001");
+    EXPECT_EQ(refused.exit_code, 1);
+    const std::string last = test::last_line(refused.err);
+    EXPECT_EQ(last.rfind("coli: error: ", 0), 0u) << refused.err;
+    EXPECT_NE(last.find("smaller than one expert"), std::string::npos) << last;
+    EXPECT_NE(last.find("raise --ram-gb to at least 0.01"), std::string::npos) << last;
 }
 
 }  // namespace

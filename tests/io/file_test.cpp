@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "test_util.h"
 
@@ -88,6 +93,32 @@ TEST(ReadFile, Errors) {
     TempDir dir;
     EXPECT_COLI_ERROR(ReadFile(dir / "missing"), "missing: cannot open: No such file or directory");
     EXPECT_COLI_ERROR(ReadFile(dir.path()), "not a regular file");
+}
+
+// A file written to (its modification time moves), truncated, replaced by another of the same name or
+// removed after it was opened: the next read_direct refuses, naming the file.
+TEST(ReadFile, AFileChangedSinceItWasOpenedIsRefused) {
+    namespace fs = std::filesystem;
+    const auto bytes = test::random_bytes(kFileSize, 3);
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const std::vector<std::function<void(const fs::path&)>> changes = {
+        [](const fs::path& p) { fs::last_write_time(p, fs::last_write_time(p) + std::chrono::hours(1)); },
+        [](const fs::path& p) { fs::resize_file(p, kFileSize - 1); },
+        [text](const fs::path& p) {
+            test::write_bytes(p.string() + ".new", text);  // the same bytes, another file
+            fs::rename(p.string() + ".new", p);
+        },
+        [](const fs::path& p) { fs::remove(p); },
+    };
+    for (const auto& change : changes) {
+        TempDir dir;
+        test::write_bytes(dir / "f.bin", text);
+        ReadFile f(dir / "f.bin");
+        AlignedBytes buf = aligned_alloc_bytes(ReadFile::direct_bytes(kDirectAlign, 0));
+        f.read_direct(buf.get(), kDirectAlign, 0);  // unchanged: read
+        change(dir / "f.bin");
+        EXPECT_COLI_ERROR(f.read_direct(buf.get(), kDirectAlign, 0), "f.bin: changed since it was opened");
+    }
 }
 
 TEST(ReadFile, EmptyFile) {

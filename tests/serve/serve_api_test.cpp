@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -232,6 +235,112 @@ TEST(ServeApi, AFailedExpertReadFailsItsRequestAndTheNextIsServed) {
     const std::string message = error["error"]["message"];
     EXPECT_NE(message.find("model.safetensors"), std::string::npos) << message;
     EXPECT_NE(message.find("at offset"), std::string::npos) << message;
+    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(next);
+    ASSERT_EQ(next->status, 200) << next->body;
+    EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+}
+
+// The checkpoint file changed under a running server (docs/reliability.md): written to (its modification
+// time moves) or replaced by another file of the same name. The next expert read (or bringing in of mapped
+// experts) refuses with an error naming the file, not tokens from bytes the model was not loaded with.
+TEST(ServeApi, ACheckpointChangedWhileServingIsAnErrorNamingTheFile) {
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", 4},
+        {"temperature", 0}}.dump();
+    using Change = std::function<void(const std::filesystem::path&)>;
+    const Change written_to = [](const std::filesystem::path& file) {
+        std::filesystem::last_write_time(file,
+                                         std::filesystem::last_write_time(file) + std::chrono::hours(1));
+    };
+    const Change replaced = [](const std::filesystem::path& file) {
+        const std::filesystem::path next = file.string() + ".new";
+        std::filesystem::copy_file(file, next);
+        std::filesystem::rename(next, file);
+    };
+    // Experts read into a budget, and used in place from the file mappings.
+    const std::vector<std::vector<std::string>> modes = {{"--ram-gb", "1"}, {}};
+    for (const auto& [change, mode] : {std::pair(written_to, modes[0]), std::pair(replaced, modes[0]),
+                                       std::pair(written_to, modes[1]), std::pair(replaced, modes[1])}) {
+        TempDir model("changed-model");
+        for (const auto& entry : std::filesystem::directory_iterator(kDemoModel))
+            std::filesystem::copy_file(entry.path(), model / entry.path().filename().string());
+        std::vector<std::string> flags = {"--model-name", kDemoId};
+        flags.insert(flags.end(), mode.begin(), mode.end());
+        ServeProcess server(flags, model.path());
+        change(model / "model.safetensors");
+        const auto r = server.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        const json error = json::parse(r->body, nullptr, false);
+        ASSERT_TRUE(error.contains("error")) << r->body;
+        EXPECT_EQ(error["error"]["code"], "engine_error") << r->body;
+        const std::string message = error["error"]["message"];
+        EXPECT_NE(message.find("model.safetensors: changed since it was opened"), std::string::npos)
+            << message;
+    }
+}
+
+// A stalling disk (COLI_SLOW_READS delays the first expert read by more than the store's slow-read
+// threshold, 1 s): the request is answered with a clean run's text, and /metrics counts the slow read.
+TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", 4},
+        {"temperature", 0}}.dump();
+    std::string clean_text;
+    {
+        ServeProcess clean({"--ram-gb", "1"});
+        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        clean_text = json::parse(r->body)["choices"][0]["text"];
+        const auto metrics = clean.client()->Get("/metrics");
+        ASSERT_TRUE(metrics);
+        EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 0);
+    }
+    ::setenv("COLI_SLOW_READS", "1:1200", 1);
+    ServeProcess server({"--ram-gb", "1"});
+    ::unsetenv("COLI_SLOW_READS");
+    const auto r = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], clean_text);
+    const auto metrics = server.client()->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 1);
+    EXPECT_NE(server.err().find("the disk is stalling"), std::string::npos) << server.err();
+}
+
+// Memory exhausted while the expert store allocates a read buffer (COLI_FAIL_ALLOCS fails the first
+// allocation): that request ends with an engine_error saying so, and the next is answered with the text
+// of a server that never saw the fault.
+TEST(ServeApi, AFailedExpertAllocationFailsItsRequestAndTheNextIsServed) {
+    const std::string body = json{
+        {"model", kDemoId},
+        {"prompt", "In the beginning"},
+        {"max_tokens", 8},
+        {"temperature", 0}}.dump();
+    std::string clean_text;
+    {
+        ServeProcess clean({"--ram-gb", "1"});
+        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        clean_text = json::parse(r->body)["choices"][0]["text"];
+    }
+    ::setenv("COLI_FAIL_ALLOCS", "1", 1);
+    ServeProcess server({"--ram-gb", "1"});
+    ::unsetenv("COLI_FAIL_ALLOCS");
+    const auto failed = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(failed);
+    const json error = json::parse(failed->body, nullptr, false);
+    ASSERT_TRUE(error.contains("error")) << failed->body;
+    EXPECT_EQ(error["error"]["code"], "engine_error") << failed->body;
+    const std::string message = error["error"]["message"];
+    EXPECT_NE(message.find("out of memory"), std::string::npos) << message;
     const auto next = server.client()->Post("/v1/completions", body, kJsonType);
     ASSERT_TRUE(next);
     ASSERT_EQ(next->status, 200) << next->body;

@@ -41,10 +41,12 @@ inline double metric_value(const std::string& text, const std::string& series) {
 
 class ServeProcess {
 public:
-    // Starts `coli serve --model models/demo --port 0 --hot-set none <flags>` and waits until it listens.
-    explicit ServeProcess(const std::vector<std::string>& flags = {}) : dir_("serve") {
+    // Starts `coli serve --model <model> --port 0 --hot-set none <flags>` and waits until it listens.
+    explicit ServeProcess(const std::vector<std::string>& flags = {},
+                          const std::filesystem::path& model = kDemoModel)
+        : dir_("serve") {
         // No hot set: servers of tests running in parallel would share one routing-history file in the model.
-        std::vector<std::string> args = {COLI_BINARY, "serve", "--model",   kDemoModel.string(),
+        std::vector<std::string> args = {COLI_BINARY, "serve", "--model",   model.string(),
                                          "--port",    "0",     "--hot-set", "none"};
         args.insert(args.end(), flags.begin(), flags.end());
         std::vector<char*> argv;

@@ -2,6 +2,7 @@
 // reads give, pointing into the mapping, no buffer allocated, and the options that need a cache refused.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 
 #include "store/buffer_meter.h"
@@ -70,7 +71,21 @@ TEST(Mapped, ATruncatedShardIsAnErrorNotACrash) {
     fs::resize_file(tmp / "model-00002-of-00002.safetensors", 4096);
     ExpertStore store(*ckpt, m.layout(), mapped_options());
     const std::string msg = error_of([&] { store.fetch(3, std::vector<int>{0}); });
-    EXPECT_NE(msg.find("changed size"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("changed since it was opened"), std::string::npos) << msg;
+    for (const auto& h : store.fetch(1, std::vector<int>{0, 1})) expect_expert_bytes(m, h);
+}
+
+TEST(Mapped, AFileWrittenToAfterItWasMappedIsRefusedAtTheNextRead) {
+    TempDir tmp;
+    SynthModel m = write_synth_model(tmp.path());
+    auto ckpt = m.open();
+    ExpertStore store(*ckpt, m.layout(), mapped_options());
+    expect_expert_bytes(m, store.fetch(3, std::vector<int>{0})[0]);  // the second shard, now mapped
+    const fs::path shard = tmp / "model-00002-of-00002.safetensors";
+    fs::last_write_time(shard, fs::last_write_time(shard) + std::chrono::hours(1));  // as a write does
+    const std::string msg = error_of([&] { store.fetch(3, std::vector<int>{1}); });
+    EXPECT_NE(msg.find("model-00002-of-00002.safetensors: changed since it was opened"), std::string::npos)
+        << msg;
     for (const auto& h : store.fetch(1, std::vector<int>{0, 1})) expect_expert_bytes(m, h);
 }
 
