@@ -54,6 +54,23 @@ std::vector<int32_t> Conversation::chat_ids(const std::vector<text::ChatMessage>
     return tokenizer_->encode(template_->render(messages, true), false);
 }
 
+int64_t Conversation::chat_system_tokens(const std::vector<text::ChatMessage>& messages,
+                                         const std::vector<int32_t>& ids) const {
+    if (!template_ || messages.empty() || messages.front().role != "system") return 0;
+    std::vector<int32_t> system;
+    try {
+        system = tokenizer_->encode(template_->render({messages.front()}, false), false);
+    } catch (const Error&) {  // a template that wants more than a system message: no boundary
+        return 0;
+    }
+    const bool prefix = system.size() < ids.size() && std::equal(system.begin(), system.end(), ids.begin());
+    return prefix ? static_cast<int64_t>(system.size()) : 0;
+}
+
+void Conversation::prefix_cache_open(const PrefixCacheOptions& opts, Engine& engine) {
+    prefix_cache_ = std::make_unique<PrefixCache>(opts, prefix_cache_fingerprint(engine, session_.state()));
+}
+
 GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat, const GenerateOptions& opts,
                                       Sampler& sampler,
                                       const std::function<bool(const std::string&)>& on_text) {
@@ -67,6 +84,20 @@ GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat
         cached_.clear();
         common = 0;
     }
+    size_t reused = common;
+    if (prefix_cache_) {
+        try {
+            const PrefixFill fill =
+                prefix_cache_->prefill(session_, ids, static_cast<int64_t>(common), opts.keep_prefix);
+            common = static_cast<size_t>(fill.held);
+            reused = static_cast<size_t>(fill.reused);
+        } catch (...) {
+            session_.reset();  // the state may hold part of a prefix: it no longer matches cached_
+            cached_.clear();
+            throw;
+        }
+        cached_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(common));
+    }
     std::vector<int32_t> stop_ids;
     if (!opts.ignore_eos) {
         stop_ids = stop_ids_;
@@ -74,7 +105,7 @@ GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat
     }
     GenerateResult result;
     result.prompt_tokens = static_cast<int64_t>(ids.size());
-    result.cached_tokens = static_cast<int64_t>(common);
+    result.cached_tokens = static_cast<int64_t>(reused);
     text::StreamDecoder decoder(*tokenizer_, true);
     text::StopStrings stops(opts.stop);
     bool cancelled = false;
@@ -86,12 +117,17 @@ GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat
     const std::span<const int32_t> fresh(ids.data() + common, ids.size() - common);
     std::vector<int32_t> out;
     try {
-        out = session_.generate(fresh, opts.max_tokens, sampler, stop_ids, [&](int32_t id) {
-            // An end token is not text: it ends the reply.
-            if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) return true;
-            emit(stops.push(decoder.push(id)));
-            return !stops.stopped() && !cancelled;
-        });
+        out = session_.generate(
+            fresh, opts.max_tokens, sampler, stop_ids,
+            [&](int32_t id) {
+                // An end token is not text: it ends the reply.
+                if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) return true;
+                emit(stops.push(decoder.push(id)));
+                return !stops.stopped() && !cancelled;
+            },
+            [&] {
+                if (prefix_cache_) prefix_cache_->insert(session_, ids);
+            });
     } catch (...) {
         session_.reset();  // the cache may hold part of this prompt: it no longer matches cached_
         cached_.clear();

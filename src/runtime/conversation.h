@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/prefix_cache.h"
 #include "runtime/session.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -25,6 +26,9 @@ struct GenerateOptions {
     int max_tokens = 0;             // most tokens to generate
     std::vector<std::string> stop;  // stop strings: the text ends just before the first one
     bool ignore_eos = false;        // keep going past end-of-turn tokens (benchmarks, load tests)
+    // A prefix of the prompt worth a prefix-cache entry of its own, where later prompts are expected to
+    // share it (the system message: chat_system_tokens); 0: none.
+    int64_t keep_prefix = 0;
 };
 
 // What one generate() call produced.
@@ -63,12 +67,24 @@ public:
     // The ids of a chat rendered with the template, ready for the assistant's reply. Independent of the
     // turns this conversation keeps (a server sends the whole chat with every request).
     std::vector<int32_t> chat_ids(const std::vector<text::ChatMessage>& messages) const;
+    // How many of ids (chat_ids(messages)) the chat's leading system message renders to by itself, where
+    // those are a prefix of ids: what requests with the same system message share. 0 when the chat has
+    // no system message or its render is no prefix of ids (the template or the tokenizer joins it to what
+    // follows).
+    int64_t chat_system_tokens(const std::vector<text::ChatMessage>& messages,
+                               const std::vector<int32_t>& ids) const;
+
+    // Keeps the states of prompts and their shared prefixes in a prefix cache (runtime/prefix_cache.h) and
+    // restores them for later prompts that start alike; with opts.dir, reads back the entries kept there.
+    void prefix_cache_open(const PrefixCacheOptions& opts, Engine& engine);
+    const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }  // null when not opened
 
     // Continues ids (from prompt_ids, or chat_ids when chat is true: end-of-turn tokens stop it too),
-    // feeding only what follows the longest prefix already in the cache. on_text is called once for each
-    // generated token but the end token, with the text that became final (possibly empty; stop strings are
-    // held back until settled), and once more if text remains at the end; it may return false to cancel.
-    // On an error the cache is dropped, never left stale.
+    // feeding only what follows the longest prefix already in the cache (the session's, or the prefix
+    // cache's when opened, which keeps the state at the prompt's end and at opts.keep_prefix). on_text is
+    // called once for each generated token but the end token, with the text that became final (possibly
+    // empty; stop strings are held back until settled), and once more if text remains at the end; it may
+    // return false to cancel. On an error the cache is dropped, never left stale.
     GenerateResult generate(const std::vector<int32_t>& ids, bool chat, const GenerateOptions& opts,
                             Sampler& sampler, const std::function<bool(const std::string&)>& on_text);
 
@@ -88,6 +104,7 @@ private:
     std::vector<int32_t> turn_end_ids_;  // the template's end-of-turn tokens: stop chat replies too
     std::vector<text::ChatMessage> messages_;
     std::vector<int32_t> cached_;  // the tokens whose keys and values are in the session's cache
+    std::unique_ptr<PrefixCache> prefix_cache_;  // null: states are not kept beyond cached_
 };
 
 }  // namespace coli

@@ -13,6 +13,20 @@ void Session::reset() {
     state_ = model_.state_new();
 }
 
+StateSnapshot Session::snapshot() {
+    return state_snapshot(model_.ops(), *state_);
+}
+
+void Session::restore(const StateSnapshot& s) {
+    reset();
+    try {
+        state_restore(model_.ops(), s, *state_);
+    } catch (...) {
+        reset();  // never a state holding part of a snapshot
+        throw;
+    }
+}
+
 std::vector<float> Session::forward(std::span<const int32_t> ids, bool all_logits) {
     check(!ids.empty(), "no input tokens");
     ids_check(ids, model_.summary().vocab);
@@ -22,7 +36,8 @@ std::vector<float> Session::forward(std::span<const int32_t> ids, bool all_logit
 
 std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_tokens, Sampler& sampler,
                                        std::span<const int32_t> stop_ids,
-                                       const std::function<bool(int32_t)>& on_token) {
+                                       const std::function<bool(int32_t)>& on_token,
+                                       const std::function<void()>& on_prefilled) {
     stats_ = {};
     std::vector<int32_t> out;
     if (max_tokens <= 0) return out;
@@ -32,6 +47,7 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
     stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
     stats_.prompt_seconds = timer.seconds();
     stats_.prompt_expert_bytes = model_.store().stats().bytes_read - bytes_before;
+    if (on_prefilled) on_prefilled();
     timer.reset();
     for (;;) {
         const int32_t token = sampler.sample(logits);
