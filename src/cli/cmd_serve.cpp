@@ -19,6 +19,7 @@ struct ServeArgs {
     EngineOptions engine;          // the model and where it runs
     server::ServerOptions server;  // address, key, limits
     double max_body_mb = 8;        // --max-body-mb, converted into server.max_body_bytes
+    PrefixCacheArgs prefix_cache;  // --prefix-cache-gb, --cache-dir, converted into server.prefix_cache
 };
 
 constexpr double kBytesPerMB = 1 << 20;
@@ -42,6 +43,7 @@ void serve(ServeArgs& a) {
     check(a.server.port >= 0 && a.server.port <= 65535, "--port must be in [0, 65535], got {}",
           a.server.port);
     a.server.max_body_bytes = static_cast<size_t>(a.max_body_mb * kBytesPerMB);
+    a.server.prefix_cache = prefix_cache_options(a.prefix_cache);
     Engine engine(a.engine);
     server::Server server(engine, a.server);
     const int port = server.bind();
@@ -102,6 +104,7 @@ void cmd_serve_add(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--model-name", args->server.model_id,
                     "The model's name in the API (default: the model directory's name)");
+    prefix_cache_flags_add(*cmd, args->prefix_cache);
     cmd->callback([args] { serve(*args); });
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/engine.h"
+#include "runtime/prefix_cache.h"
 
 namespace coli::server {
 
@@ -19,6 +20,7 @@ struct ServerOptions {
     size_t queue_limit = 16;          // requests that may wait for the model; more get 429
     size_t max_body_bytes = 8 << 20;  // larger request bodies get 413
     std::string model_id;             // the name clients use; "" = the model directory's name
+    PrefixCacheOptions prefix_cache;  // states of shared prompt prefixes kept (off by default)
 };
 
 class Server {

@@ -44,7 +44,7 @@ const char* finish_name(FinishReason f) {
 
 }  // namespace
 
-Worker::Worker(Engine& engine, Metrics& metrics, size_t queue_limit)
+Worker::Worker(Engine& engine, Metrics& metrics, size_t queue_limit, const PrefixCacheOptions& prefix_cache)
     : engine_(engine), metrics_(metrics), queue_limit_(queue_limit), seeds_(std::random_device{}()) {
     try {
         conversation_ = std::make_unique<Conversation>(engine.model(), engine.checkpoint(), true);
@@ -53,6 +53,7 @@ Worker::Worker(Engine& engine, Metrics& metrics, size_t queue_limit)
         log_warn("no chat template ({}): /v1/chat/completions and /v1/messages will answer 400", e.what());
         conversation_ = std::make_unique<Conversation>(engine.model(), engine.checkpoint(), false);
     }
+    if (prefix_cache.ram_bytes > 0) conversation_->prefix_cache_open(prefix_cache, engine);
     engine_snapshot();
     thread_ = std::thread([this] { loop(); });
 }
@@ -140,7 +141,8 @@ void Worker::job_run(Job& job) {
 
     SamplerOptions sampling = r.sampler;
     if (!r.seed_given) sampling.seed = seeds_();
-    const GenerateOptions opts{static_cast<int>(max_tokens), r.stop, r.ignore_eos};
+    const GenerateOptions opts{static_cast<int>(max_tokens), r.stop, r.ignore_eos,
+                               chat ? conversation_->chat_system_tokens(r.messages, ids) : 0};
     job.start(prompt);
     metrics_.generation_start(prompt);
     auto last_snapshot = std::chrono::steady_clock::now();
@@ -173,8 +175,9 @@ void Worker::job_run(Job& job) {
 }
 
 void Worker::engine_snapshot() {
-    metrics_.engine_set(
-        {engine_.ops().counters(), engine_.model().store().stats(), engine_.ops().backend().stats()});
+    const PrefixCache* prefix = conversation_->prefix_cache();
+    metrics_.engine_set({engine_.ops().counters(), engine_.model().store().stats(),
+                         engine_.ops().backend().stats(), prefix ? prefix->stats() : PrefixCacheStats{}});
 }
 
 }  // namespace coli::server

@@ -20,8 +20,9 @@ namespace coli::server {
 
 class Worker {
 public:
-    // Loads the tokenizer and chat template of the engine's model and starts the thread.
-    Worker(Engine& engine, Metrics& metrics, size_t queue_limit);
+    // Loads the tokenizer and chat template of the engine's model, opens the prefix cache when its budget
+    // is not 0, and starts the thread.
+    Worker(Engine& engine, Metrics& metrics, size_t queue_limit, const PrefixCacheOptions& prefix_cache = {});
     ~Worker();  // stop()
 
     // Queues a job; false when queue_limit jobs are already waiting or the worker is stopping.
