@@ -223,6 +223,14 @@ bool PrefixCache::holds(std::span<const int32_t> ids) const {
     });
 }
 
+bool PrefixCache::worth_keeping(std::span<const int32_t> ids) const {
+    size_t covered = 0;  // the longest entry that is a prefix of ids (or ids itself)
+    for (const auto& e : entries_)
+        if (e->ids.size() <= ids.size() && std::equal(e->ids.begin(), e->ids.end(), ids.begin()))
+            covered = std::max(covered, e->ids.size());
+    return static_cast<int64_t>(ids.size() - covered) >= opts_.min_tokens;
+}
+
 void PrefixCache::add(std::shared_ptr<const PrefixEntry> e, bool write_file) {
     while (!entries_.empty() && stats_.bytes_held + e->bytes() > opts_.ram_bytes) {
         const std::shared_ptr<const PrefixEntry>& last = entries_.back();
@@ -253,7 +261,7 @@ void PrefixCache::file_remove(std::span<const int32_t> ids) const {
 
 void PrefixCache::insert(Session& session, std::span<const int32_t> ids) {
     const auto n = static_cast<int64_t>(ids.size());
-    if (!enabled() || n < opts_.min_tokens || holds(ids)) return;
+    if (!enabled() || !worth_keeping(ids)) return;
     check(session.n_past() == n, "prefix cache: a state of {} tokens kept for {} ids", session.n_past(), n);
     auto e = std::make_shared<PrefixEntry>();
     e->ids.assign(ids.begin(), ids.end());
@@ -293,7 +301,7 @@ PrefixFill PrefixCache::prefill(Session& session, std::span<const int32_t> ids, 
     std::vector<int64_t> points = {boundary, std::min(shared_tokens(ids), n - 1)};
     std::sort(points.begin(), points.end());
     for (const int64_t p : points) {
-        if (p <= held || p >= n || p < opts_.min_tokens || holds(ids.first(size_t(p)))) continue;
+        if (p <= held || p >= n || !worth_keeping(ids.first(size_t(p)))) continue;
         session.forward(ids.subspan(size_t(held), size_t(p - held)), false);
         held = p;
         insert(session, ids.first(size_t(p)));

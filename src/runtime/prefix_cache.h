@@ -25,15 +25,16 @@ class Engine;
 // Version of the file format below; a file of another version is refused.
 inline constexpr uint32_t kPrefixCacheFormatVersion = 1;
 
-// The fewest tokens an entry holds by default. A split prefill (to copy the state at a shared prefix) costs
-// one more pass over the layers' weights, a decode step's expert reads on a model streamed from disk; a
-// prefix this short costs less than that to compute again, and is not worth an entry.
+// The fewest tokens an entry adds by default to the longest entry it extends (to nothing, when none). A
+// split prefill (to copy the state at a shared prefix) costs one more pass over the layers' weights, a
+// decode step's expert reads on a model streamed from disk; so few tokens cost less than that to compute
+// again, and are not worth an entry that holds the shorter one's rows a second time.
 inline constexpr int64_t kPrefixCacheMinTokens = 32;
 
 struct PrefixCacheOptions {
     uint64_t ram_bytes = 0;     // budget of the snapshots held; 0: no prefix cache
     std::filesystem::path dir;  // where entries are also kept as files, read back at start; empty: none
-    int64_t min_tokens = kPrefixCacheMinTokens;  // the fewest tokens an entry holds
+    int64_t min_tokens = kPrefixCacheMinTokens;  // the fewest tokens an entry adds to the one it extends
 };
 
 // What the cache did, for /metrics and the run's statistics.
@@ -84,8 +85,9 @@ public:
     // of ids the session's state now holds (fewer than ids.size()) and how many of them were reused.
     PrefixFill prefill(Session& session, std::span<const int32_t> ids, int64_t held, int64_t boundary);
 
-    // Keeps session's state as the state after ids (its n_past == ids.size()) unless it is too short, is
-    // already kept or is larger than the budget; evicts the least recently used entries to make room.
+    // Keeps session's state as the state after ids (its n_past == ids.size()) unless ids add fewer than
+    // min_tokens to the longest entry they extend (an entry of ids itself: none) or it is larger than the
+    // budget; evicts the least recently used entries to make room.
     void insert(Session& session, std::span<const int32_t> ids);
 
     const PrefixCacheStats& stats() const { return stats_; }
@@ -98,6 +100,8 @@ private:
     // The most tokens ids shares with one entry's ids from the start.
     int64_t shared_tokens(std::span<const int32_t> ids) const;
     bool holds(std::span<const int32_t> ids) const;
+    // Whether ids hold at least min_tokens more than the longest entry they extend (all of them when none).
+    bool worth_keeping(std::span<const int32_t> ids) const;
     void add(std::shared_ptr<const PrefixEntry> e, bool write_file);  // evicts to fit; e must fit
     void drop(const std::shared_ptr<const PrefixEntry>& e);           // and its file
     std::filesystem::path file_of(std::span<const int32_t> ids) const;

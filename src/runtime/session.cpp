@@ -10,17 +10,26 @@ namespace coli {
 Session::Session(Model& model) : model_(model), state_(model.state_new()) {}
 
 void Session::reset() {
-    state_ = model_.state_new();
+    stale_ = true;
+}
+
+ModelState& Session::state() {
+    if (stale_) state_ = model_.state_new();
+    stale_ = false;
+    return *state_;
 }
 
 StateSnapshot Session::snapshot() {
-    return state_snapshot(model_.ops(), *state_);
+    return state_snapshot(model_.ops(), state());
 }
 
 void Session::restore(const StateSnapshot& s) {
-    reset();
+    // Into the tensors there are, stale or not: every row the snapshot holds is written, and a forward reads
+    // no other row before writing it, so a new state's allocation and zero fill (page faults, mostly) are
+    // saved.
     try {
         state_restore(model_.ops(), s, *state_);
+        stale_ = false;
     } catch (...) {
         reset();  // never a state holding part of a snapshot
         throw;
@@ -30,7 +39,7 @@ void Session::restore(const StateSnapshot& s) {
 std::vector<float> Session::forward(std::span<const int32_t> ids, bool all_logits) {
     check(!ids.empty(), "no input tokens");
     ids_check(ids, model_.summary().vocab);
-    Tensor logits = model_.forward(ids, *state_, all_logits);
+    Tensor logits = model_.forward(ids, state(), all_logits);
     return model_.ops().read(logits);
 }
 

@@ -39,17 +39,18 @@ public:
                                   const std::function<bool(int32_t)>& on_token = {},
                                   const std::function<void()>& on_prefilled = {});
 
-    void reset();                          // forget the conversation
+    void reset();                          // forget the conversation (a new state when next used)
     StateSnapshot snapshot();              // the state as it is now, on the host
     void restore(const StateSnapshot& s);  // a fresh state holding s (throws when s does not fit)
-    int64_t n_past() const { return state_->n_past; }
-    ModelState& state() { return *state_; }
+    int64_t n_past() const { return stale_ ? 0 : state_->n_past; }
+    ModelState& state();  // the state, a new one after reset()
     const GenerationStats& last_stats() const { return stats_; }
     Model& model() { return model_; }
 
 private:
     Model& model_;
     std::unique_ptr<ModelState> state_;
+    bool stale_ = false;  // reset() was asked: state_ is replaced when next used, unless restore() fills it
     GenerationStats stats_;
 };
 

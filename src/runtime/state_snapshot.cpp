@@ -46,7 +46,8 @@ void state_restore(Ops& ops, const StateSnapshot& s, ModelState& state) {
     for (size_t i = 0; i < tensors.size(); ++i) {
         const SnapshotTensor& from = s.tensors[i];
         if (from.rows == 0) continue;
-        ops.copy_rows(*tensors[i].tensor, ops.tensor_from(from.rows, from.cols, from.data), 0);
+        Tensor rows = tensors[i].tensor->leading_rows(from.rows);
+        ops.write(rows, from.data);
     }
     state.n_past = s.n_past;
 }

@@ -31,9 +31,10 @@ int64_t state_rows(const StateTensor& t, int64_t n_past);
 // Copies state's filled rows to the host.
 StateSnapshot state_snapshot(Ops& ops, ModelState& state);
 
-// Writes s into state (of the same model; its other rows are left as they are, and are never read before
-// they are written) and sets its n_past. Throws coli::Error when the tensors differ in number or width, or
-// when the rows do not fit (a state of a shorter context): a snapshot is never written in part.
+// Writes s into state's tensors in place (of the same model; their other rows are left as they are, and a
+// forward never reads them before writing them) and sets its n_past. Throws coli::Error when the tensors
+// differ in number or width, or when the rows do not fit (a state of a shorter context): a snapshot is never
+// written in part.
 void state_restore(Ops& ops, const StateSnapshot& s, ModelState& state);
 
 }  // namespace coli

@@ -141,8 +141,9 @@ void Worker::job_run(Job& job) {
 
     SamplerOptions sampling = r.sampler;
     if (!r.seed_given) sampling.seed = seeds_();
-    const GenerateOptions opts{static_cast<int>(max_tokens), r.stop, r.ignore_eos,
-                               chat ? conversation_->chat_system_tokens(r.messages, ids) : 0};
+    const GenerateOptions opts{
+        static_cast<int>(max_tokens), r.stop, r.ignore_eos,
+        chat && conversation_->prefix_cache() ? conversation_->chat_system_tokens(r.messages, ids) : 0};
     job.start(prompt);
     metrics_.generation_start(prompt);
     auto last_snapshot = std::chrono::steady_clock::now();
@@ -165,6 +166,7 @@ void Worker::job_run(Job& job) {
         log_info("{}: {} tokens after a prompt of {} ({} reused from the cache), decode {:.1f} tok/s, {}",
                  api_name(r.api), result.completion_tokens, result.prompt_tokens, result.cached_tokens,
                  g.decode_tokens / std::max(g.decode_seconds, kMinSeconds), finish_name(result.finish));
+        engine_snapshot();  // /metrics counts this request by the time its client has the answer
         job.finish(result);
     } catch (const std::exception& e) {
         // The conversation dropped its cache; the next request starts clean.
