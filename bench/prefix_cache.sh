@@ -32,8 +32,10 @@ run() {  # $1: label, $2: the system message; times n requests, prints them and 
         t=$(curl -sf -o /dev/null -w '%{time_total}' -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:$port/v1/chat/completions")
         times="$times $t"
     done
+    echo "$1: seconds per request:$times"
+    [ "$n" -gt 1 ] || return 0
     median=$(echo "$times" | tr ' ' '\n' | tail -n +3 | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
-    echo "$1: seconds per request:$times; median of 2..$n: $median"
+    echo "$1: median of requests 2..$n: $median s"
 }
 
 serve
@@ -46,3 +48,13 @@ serve --prefix-cache-gb 1
 run "--prefix-cache-gb 1" "$system"
 curl -s "http://127.0.0.1:$port/metrics" | grep -E '^coli_(prefix_cache|prompt_tokens)'
 grep -m1 "after a prompt of" "$work/err" || true
+kill $pid; wait $pid 2>/dev/null || true
+# --cache-dir: one request writes the entries, then a restarted server's first request reads them back.
+serve --prefix-cache-gb 1 --cache-dir "$work/cache"
+n_all=$n; n=1
+run "--cache-dir, first server" "$system"
+kill $pid; wait $pid 2>/dev/null || true
+serve --prefix-cache-gb 1 --cache-dir "$work/cache"
+run "--cache-dir, restarted server" "$system"
+n=$n_all
+curl -s "http://127.0.0.1:$port/metrics" | grep -E '^coli_prefix_cache_(hits|files_loaded)'
