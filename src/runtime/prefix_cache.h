@@ -71,8 +71,8 @@ struct PrefixEntry {
 class PrefixCache {
 public:
     // fingerprint: what the snapshots depend on (prefix_cache_fingerprint). Reads the directory's entry
-    // files, newest first, as many as the budget holds (the others of this model are deleted: they were
-    // the least recently used); refuses the others with one warning each, leaving them as they are.
+    // files of this fingerprint, oldest first, so that where they exceed the budget the oldest are evicted
+    // (their files deleted); refuses every other file with one warning, leaving it as it is.
     PrefixCache(PrefixCacheOptions opts, uint64_t fingerprint);
 
     bool enabled() const { return opts_.ram_bytes > 0; }

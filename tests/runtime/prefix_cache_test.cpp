@@ -2,7 +2,8 @@
 // prefix is restored from the cache (from RAM, and from its file in a new cache after a "restart") gives
 // the greedy tokens of a clean run, and the logits of a run that computed the same prefix bit for bit
 // (which a state tensor left out of ModelState::tensors() would change); files of another model, cut
-// short or damaged are refused with a warning; the RAM budget is kept, least recently used first out.
+// short or damaged are refused with a warning, a directory that cannot be written is one; the RAM budget
+// is kept, least recently used first out.
 #include "runtime/prefix_cache.h"
 
 #include <gtest/gtest.h>
@@ -199,6 +200,26 @@ TEST(PrefixCacheFiles, DamagedOrForeignFilesAreRefusedWithAWarning) {
     Engine engine8(quantized);
     Session s8(engine8.model());
     EXPECT_NE(prefix_cache_fingerprint(engine8, s8.state()), w.fingerprint);
+}
+
+TEST(PrefixCacheFiles, AnUnwritableDirectoryIsOneWarningAndEntriesStayInRam) {
+    const test::Fixture fx = test::fixture_load("olmoe_base");
+    Engine engine(options_for(fx.dir));
+    test::TempDir dir("prefix-unwritable");
+    test::write_bytes(dir / "file", "a file where the directory should be");
+    Session probe(engine.model());
+    PrefixCache cache(cache_options(dir / "file"), prefix_cache_fingerprint(engine, probe.state()));
+    const Prompts p = prompts_of(fx);
+    testing::internal::CaptureStderr();
+    for (const std::vector<int32_t>* ids : {&p.first, &p.second}) {
+        Session s(engine.model());
+        s.forward(*ids, false);
+        cache.insert(s, *ids);
+    }
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("warning: prefix cache: cannot write"), std::string::npos) << err;
+    EXPECT_EQ(err.find("warning:"), err.rfind("warning:")) << "one warning:\n" << err;
+    EXPECT_EQ(cache.stats().entries, 2u);
 }
 
 TEST(PrefixCacheBudget, LeastRecentlyUsedEntriesGoFirstAndTheirFilesWithThem) {
