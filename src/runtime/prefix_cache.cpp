@@ -116,6 +116,8 @@ std::shared_ptr<PrefixEntry> prefix_file_read(const std::filesystem::path& path,
             (t.cols > 0 && uint64_t(t.rows) > r.left() / sizeof(float) / uint64_t(t.cols)))
             return refuse("malformed tensor shape");
         floats += uint64_t(t.rows) * uint64_t(t.cols);
+        if (floats > r.left() / sizeof(float))
+            return refuse(fmt::format("{} bytes long, fewer than its tensor shapes say", bytes.size()));
     }
     if (r.left() != n_ids * sizeof(int32_t) + floats * sizeof(float) + kChecksumBytes)
         return refuse(

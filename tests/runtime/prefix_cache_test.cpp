@@ -181,7 +181,7 @@ TEST(PrefixCacheFiles, DamagedOrForeignFilesAreRefusedWithAWarning) {
         PrefixCache cache(cache_options(dir.path()), w.fingerprint);
         EXPECT_EQ(cache.stats().files_loaded, 1u);
     }
-    expect_refused(engine, w, w.bytes.substr(0, w.bytes.size() / 2), "bytes long where its header says");
+    expect_refused(engine, w, w.bytes.substr(0, w.bytes.size() / 2), "bytes long");
     expect_refused(engine, w, w.bytes.substr(0, 20), "cut short in its header");
     std::string flipped = w.bytes;
     flipped[flipped.size() / 2] ^= 0x40;  // one bit of the state
