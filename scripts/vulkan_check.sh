@@ -16,9 +16,12 @@ step() { echo; echo "=== $*"; }
 
 step "device"
 nvidia-smi -L || true
-# NVIDIA's ICD manifest is normally in /usr/share/vulkan/icd.d or /etc/vulkan/icd.d. In a container that
+# NVIDIA's ICD manifest is normally in /usr/share/vulkan/icd.d or /etc/vulkan/icd.d (containers that mount
+# the driver: /usr/local/nvidia/share/vulkan/icd.d). In a container that
 # mounts the driver without it, a manifest naming the driver's Vulkan library (libGLX_nvidia.so.0) is made.
-icd=$(ls /usr/share/vulkan/icd.d/nvidia_icd*.json /etc/vulkan/icd.d/nvidia_icd*.json 2>/dev/null | head -n 1)
+icd=$(ls /usr/share/vulkan/icd.d/nvidia_icd*.json /etc/vulkan/icd.d/nvidia_icd*.json \
+    /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd*.json 2>/dev/null | head -n 1)
+[[ -n "$icd" && -z "${VK_ICD_FILENAMES:-}" ]] && export VK_ICD_FILENAMES="$icd"
 if [[ -z "$icd" && -z "${VK_ICD_FILENAMES:-}" ]] && ldconfig -p | grep -q libGLX_nvidia.so.0; then
     icd="$out/nvidia_icd.json"
     printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.3"}}\n' \

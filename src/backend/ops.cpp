@@ -579,4 +579,29 @@ Tensor Ops::repeat_cols(const Tensor& x, int times) {
     return to(primary_, out);
 }
 
+Tensor Ops::slice_rows(const Tensor& x, int64_t r0, int64_t n) {
+    check(r0 >= 0 && n > 0 && r0 + n <= x.rows(), "slice_rows: rows [{}, {}) of {}", r0, r0 + n, x.rows());
+    if (r0 == 0 && n == x.rows()) return x;
+    // Row-major: rows r0 .. r0 + n are one run of columns of the tensor seen as a single row.
+    return slice_cols(x.reshaped(1, x.numel()), r0 * x.cols(), n * x.cols()).reshaped(n, x.cols());
+}
+
+Tensor Ops::concat_rows(std::span<const Tensor> parts) {
+    check(!parts.empty(), "concat_rows: no parts");
+    if (parts.size() == 1) return parts[0];
+    int64_t rows = 0;
+    for (const Tensor& p : parts) {
+        check(p.cols() == parts[0].cols(), "concat_rows: [{}, {}] after [{}, {}]", p.rows(), p.cols(),
+              parts[0].rows(), parts[0].cols());
+        rows += p.rows();
+    }
+    Tensor out = primary_.tensor_new_unfilled(rows, parts[0].cols());  // every row is written below
+    int64_t row0 = 0;
+    for (const Tensor& p : parts) {
+        copy_rows(out, p, row0);
+        row0 += p.rows();
+    }
+    return out;
+}
+
 }  // namespace coli

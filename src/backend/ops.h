@@ -96,6 +96,10 @@ public:
     Tensor hc_collapse(const Tensor& x, const Tensor& weights, int streams);                 // [n, D]
     Tensor hc_expand(const Tensor& x, const Tensor& y, const Tensor& weights, int streams);  // [n, S D]
     Tensor repeat_cols(const Tensor& x, int times);                                          // [n, times D]
+    // Rows of a batch, for the steps that run once per sequence (nn/batch.h); composed of slice_cols and
+    // copy_rows, so every backend that runs those runs them.
+    Tensor slice_rows(const Tensor& x, int64_t r0, int64_t n);  // [n, cols]: rows r0 .. r0 + n of x
+    Tensor concat_rows(std::span<const Tensor> parts);          // [sum of rows, cols]: the parts in order
 
 private:
     bool runs_native(const OpDesc& d);  // asks the backend and counts the answer

@@ -104,12 +104,12 @@ void run_text(const RunArgs& a) {
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", a.prompt});
     const std::vector<int32_t> ids =
-        a.chat ? conversation.chat_ids(messages) : conversation.prompt_ids(a.prompt);
+        a.chat ? conversation.text().chat_ids(messages) : conversation.text().prompt_ids(a.prompt);
     const int limit = tokens_in_context(a, engine, ids.size());
     header_print(engine);
     Sampler sampler(a.sampler);
     const GenerateOptions opts{
-        limit, {}, a.ignore_eos, a.chat ? conversation.chat_system_tokens(messages, ids) : 0};
+        limit, {}, a.ignore_eos, a.chat ? conversation.text().chat_system_tokens(messages, ids) : 0};
     const GenerateResult r = conversation.generate(ids, a.chat, opts, sampler, [](const std::string& piece) {
         fmt::print("{}", piece);
         std::fflush(stdout);

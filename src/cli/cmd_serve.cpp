@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/server.h"
+#include "server/worker.h"
 
 namespace coli {
 namespace {
@@ -19,6 +20,7 @@ struct ServeArgs {
     EngineOptions engine;          // the model and where it runs
     server::ServerOptions server;  // address, key, limits
     double max_body_mb = 8;        // --max-body-mb, converted into server.max_body_bytes
+    size_t parallel = 0;           // --parallel; 0: from the memory plan (server::parallel_default)
     PrefixCacheArgs prefix_cache;  // --prefix-cache-gb, --cache-dir, converted into server.prefix_cache
 };
 
@@ -43,15 +45,30 @@ void serve(ServeArgs& a) {
     check(a.server.port >= 0 && a.server.port <= 65535, "--port must be in [0, 65535], got {}",
           a.server.port);
     a.server.max_body_bytes = static_cast<size_t>(a.max_body_mb * kBytesPerMB);
+    check(a.server.prefill_chunk >= 1, "--prefill-chunk must be >= 1, got {}", a.server.prefill_chunk);
     a.server.prefix_cache = prefix_cache_options(a.prefix_cache);
     Engine engine(a.engine);
+    const ModelSummary& m = engine.model().summary();
+    // What RAM holds for the requests' caches once the resident weights and the expert budget are in.
+    const uint64_t ram =
+        static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t taken = m.dense_held_bytes + static_cast<uint64_t>(a.engine.ram_gb * kBytesPerGB) +
+                           a.server.prefix_cache.ram_bytes;
+    a.server.parallel =
+        a.parallel > 0 ? a.parallel : server::parallel_default(m, ram > taken ? ram - taken : 0);
     server::Server server(engine, a.server);
     const int port = server.bind();
 
-    const ModelSummary& m = engine.model().summary();
     fmt::print(stderr, "model: {} ({}), context {} tokens\nbackend: {}\n", m.family, m.architecture,
                m.max_ctx, engine.backend().description());
     placement_print(engine);
+    fmt::print(
+        stderr,
+        "batching: up to {} requests at once{} (each holds up to {} of cache at full context), prompts "
+        "fed {} tokens per step\n",
+        a.server.parallel, a.parallel > 0 ? "" : " (--parallel, from the memory plan)",
+        bytes_human(m.kv_bytes_per_token * static_cast<uint64_t>(m.max_ctx) + m.state_bytes),
+        a.server.prefill_chunk);
     if (!is_loopback(a.server.host) && a.server.api_key.empty())
         log_warn("listening on {} without --api-key: anyone who can reach this port can use the model",
                  a.server.host);
@@ -98,6 +115,13 @@ void cmd_serve_add(CLI::App& app) {
         "/health and the status page itself");
     cmd->add_option("--queue", args->server.queue_limit,
                     "Requests that may wait for the model; more are answered 429")
+        ->capture_default_str();
+    cmd->add_option("--parallel", args->parallel,
+                    "Requests generating at once, batched in one forward pass (default: up to " +
+                        std::to_string(server::kDefaultParallel) +
+                        ", as many as RAM holds caches for at full context)");
+    cmd->add_option("--prefill-chunk", args->server.prefill_chunk,
+                    "Most prompt tokens a joining request feeds per step (bounds the others' wait)")
         ->capture_default_str();
     cmd->add_option("--max-body-mb", args->max_body_mb,
                     "Largest request body, MiB; larger ones are answered 413")

@@ -10,14 +10,6 @@
 namespace coli {
 namespace {
 
-// The last row of h, for the last position's logits.                   h: [n, d]; returns [1, d]
-Tensor row_last(Ops& ops, const Tensor& h) {
-    // Through the host: one row of d_model floats per forward.
-    std::vector<float> all = ops.read(h);
-    const int64_t d = h.cols();
-    return ops.tensor_from(1, d, std::span<const float>(all).subspan((h.rows() - 1) * d, d));
-}
-
 // The config's extra layers after the decoder's (DeepSeek's multi-token prediction layers), whose tensors
 // a checkpoint holds but the decoder does not run.
 int extra_layers(const nlohmann::json& config) {
@@ -134,14 +126,41 @@ void Decoder::load_weights(const Checkpoint& ckpt, const LoadOptions& opts, cons
 
 Tensor Decoder::forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) {
     const auto n = static_cast<int64_t>(ids.size());
+    check(n > 0, "no input tokens");
     check(state.n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}", state.n_past,
           n, max_ctx_);
-    Tensor h = ops_.embedding(embed_, ids);  // [n, d_model]
-    h = layers_forward(h, ids, state);       // [n, d_model]
-    if (!all_logits) h = row_last(ops_, h);  // [1, d_model]
+    const Segment one{0, n, state.n_past, 0};
+    ModelState* const states[] = {&state};
+    Tensor h = ops_.embedding(embed_, ids);              // [n, d_model]
+    h = layers_forward(h, ids, Batch(&one, 1), states);  // [n, d_model]
+    if (!all_logits) h = ops_.slice_rows(h, n - 1, 1);   // [1, d_model]
     Tensor x = ops_.rms_norm(h, final_norm_, rms_eps_);
     state.n_past += n;
     return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
+}
+
+Tensor Decoder::forward_batch(std::span<const SequenceStep> steps) {
+    check(!steps.empty(), "an empty batch");
+    std::vector<Segment> segments;
+    std::vector<ModelState*> states;
+    std::vector<int32_t> ids;  // every sequence's tokens, stacked
+    for (const SequenceStep& s : steps) {
+        const auto n = static_cast<int64_t>(s.ids.size());
+        check(n > 0 && s.state, "a batch entry without tokens or state");
+        check(s.state->n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}",
+              s.state->n_past, n, max_ctx_);
+        for (ModelState* other : states) check(other != s.state, "one state twice in a batch");
+        segments.push_back(
+            {static_cast<int64_t>(ids.size()), n, s.state->n_past, static_cast<int>(states.size())});
+        states.push_back(s.state);
+        ids.insert(ids.end(), s.ids.begin(), s.ids.end());
+    }
+    Tensor h = ops_.embedding(embed_, ids);        // [rows, d_model]
+    h = layers_forward(h, ids, segments, states);  // [rows, d_model]
+    h = segment_last_rows(ops_, segments, h);      // [steps, d_model]
+    Tensor x = ops_.rms_norm(h, final_norm_, rms_eps_);
+    for (const SequenceStep& s : steps) s.state->n_past += static_cast<int64_t>(s.ids.size());
+    return ops_.matmul(lm_head_, x);  // [steps, vocab]
 }
 
 }  // namespace coli

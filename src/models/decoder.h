@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "nn/batch.h"
 #include "nn/weights.h"
 
 namespace coli {
@@ -53,14 +54,23 @@ public:
     // Embeds ids, runs the family's layers, keeps the last row unless all_logits, then the final norm and
     // lm_head.                                                        returns [n, vocab], or [1, vocab]
     Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) final;
+    // The same over the sequences' stacked rows, keeping each one's last row.   returns [steps, vocab]
+    Tensor forward_batch(std::span<const SequenceStep> steps) final;
 
 protected:
     explicit Decoder(Ops& ops) : ops_(ops) {}
 
-    // The family's decoder layers at positions state.n_past ... (state.n_past is advanced by forward
-    // after them). ids are the tokens of h's rows (DeepSeek-V4's hash routing reads them).
-    //                                                                   h: [n, d_model] -> [n, d_model]
-    virtual Tensor layers_forward(Tensor h, std::span<const int32_t> ids, ModelState& state) = 0;
+    // The family's decoder layers over a batch: segment s's rows are at positions s.pos0 ... of
+    // states[s.seq] (whose n_past is advanced after them). ids are the tokens of h's rows (DeepSeek-V4's hash
+    // routing reads them).                                             h: [n, d_model] -> [n, d_model]
+    virtual Tensor layers_forward(Tensor h, std::span<const int32_t> ids, Batch batch,
+                                  std::span<ModelState* const> states) = 0;
+
+    // Segment seq's state as the family's type.
+    template <class S>
+    static S& state_of(std::span<ModelState* const> states, int seq) {
+        return static_cast<S&>(*states[seq]);
+    }
 
     // Loads the weights in checkpoint order (the embedding; then load_layers, which loads the family's
     // layers; then the final norm and lm_head), opens the expert store over the routed experts that

@@ -134,21 +134,23 @@ private:
         return w;
     }
 
-    Tensor layers_forward(Tensor h, std::span<const int32_t>, ModelState& state) override {
-        auto& s = static_cast<DeepseekState&>(state);
+    Tensor layers_forward(Tensor h, std::span<const int32_t>, Batch batch,
+                          std::span<ModelState* const> states) override {
         Tensor selection;  // DSA: the last full layer's top-k key positions [n, top_k]
-        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s, selection);
+        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, batch, states, selection);
         return h;
     }
 
-    // One decoder layer (docs/models.md 2, 3). h: [n, d_model] at positions s.n_past ... selection: DSA's
-    // choice of keys, made by full-indexer layers and reused by shared ones.
-    Tensor layer_forward(int l, const Tensor& h, DeepseekState& s, Tensor& selection) {
+    // One decoder layer (docs/models.md 2, 3). h: [n, d_model], each segment at its positions. selection:
+    // DSA's choice of keys, made by full-indexer layers and reused by shared ones.
+    Tensor layer_forward(int l, const Tensor& h, Batch batch, std::span<ModelState* const> states,
+                         Tensor& selection) {
         const DeepseekLayerWeights& w = layers_[l];
         Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);  // [n, d]
         Tensor c_q = mla_query_latent(ops_, mla_, w.mla, x);      // [n, q_lora]
-        if (cfg_.dsa() && cfg_.index_full[l]) selection = index_select(w, x, c_q, s.index[l], s.n_past);
-        Tensor a = mla_forward(ops_, mla_, w.mla, x, c_q, s.kv[l], s.n_past,
+        if (cfg_.dsa() && cfg_.index_full[l]) selection = index_select(l, x, c_q, batch, states);
+        const auto cache = [&](int seq) -> KvCache& { return state_of<DeepseekState>(states, seq).kv[l]; };
+        Tensor a = mla_forward(ops_, mla_, w.mla, x, c_q, batch, cache,
                                cfg_.dsa() ? &selection : nullptr);  // [n, d]
         Tensor h1 = ops_.add(h, a);                                 // [n, d]
 
@@ -174,20 +176,25 @@ private:
         return ops_.route_sigmoid_topk(ops_.matmul(layers_[l].router, x), layers_[l].router_bias, rp);
     }
 
-    // DSA lightning indexer (docs/models.md 3): the top index_topk cached positions per query.
-    //                                                                   x: [n, d_model]; returns [n, top_k]
-    Tensor index_select(const DeepseekLayerWeights& w, const Tensor& x, const Tensor& c_q, Tensor& cache,
-                        int64_t pos0) {
+    // DSA lightning indexer (docs/models.md 3): the top index_topk cached positions per query, each
+    // segment over its own indexer keys.                       x: [n, d_model]; returns [n, top_k]
+    Tensor index_select(int l, const Tensor& x, const Tensor& c_q, Batch batch,
+                        std::span<ModelState* const> states) {
+        const DeepseekLayerWeights& w = layers_[l];
         Tensor q = ops_.matmul(w.index_q, c_q);  // [n, heads * dim], rope dims first in each head
         Tensor k = ops_.layer_norm(ops_.matmul(w.index_k, x), w.index_k_norm, w.index_k_bias,
-                                   kIndexerNormEps);  // [n, dim]
-        ops_.rope(q, cfg_.rope_index, pos0);
-        ops_.rope(k, cfg_.rope_index, pos0);
+                                   kIndexerNormEps);       // [n, dim]
         Tensor weights = ops_.matmul(w.index_weights, x);  // [n, heads]
         const DsaShape shape{cfg_.index_heads, cfg_.index_dim, cfg_.index_topk,
                              1.0f / std::sqrt(static_cast<float>(cfg_.index_dim)),
                              1.0f / std::sqrt(static_cast<float>(cfg_.index_heads))};
-        return ops_.dsa_select(q, weights, k, cache, shape, pos0);
+        return per_segment(ops_, batch, {q, weights, k}, [&](const Segment& g, std::span<const Tensor> t) {
+            Tensor qs = t[0], ks = t[2];
+            ops_.rope(qs, cfg_.rope_index, g.pos0);
+            ops_.rope(ks, cfg_.rope_index, g.pos0);
+            return ops_.dsa_select(qs, t[1], ks, state_of<DeepseekState>(states, g.seq).index[l], shape,
+                                   g.pos0);
+        });
     }
 
     // The summary's family fields (the skeleton fills the rest).

@@ -273,10 +273,10 @@ private:
     // Every V4 expert, routed or shared: SwiGLU with the gate clamped above and up clamped both ways.
     GluActivation glu() const { return {GluKind::silu_clamp, cfg_.swiglu_limit}; }
 
-    Tensor layers_forward(Tensor h, std::span<const int32_t> ids, ModelState& state) override {
-        auto& s = static_cast<V4State&>(state);
+    Tensor layers_forward(Tensor h, std::span<const int32_t> ids, Batch batch,
+                          std::span<ModelState* const> states) override {
         Tensor x = ops_.repeat_cols(h, cfg_.hc_mult);  // [n, S D]: every stream starts as the embedding
-        for (int l = 0; l < cfg_.n_layers; ++l) x = layer_forward(l, x, ids, s);
+        for (int l = 0; l < cfg_.n_layers; ++l) x = layer_forward(l, x, ids, batch, states);
         return hc_head(x);  // [n, D]
     }
 
@@ -295,13 +295,13 @@ private:
 
     // One layer (docs/models.md 8): attention, then MoE, each between a hyper-connection's collapse and
     // expand.                                                                  x: [n, S D] -> [n, S D]
-    Tensor layer_forward(int l, const Tensor& x, std::span<const int32_t> ids, V4State& s) {
+    Tensor layer_forward(int l, const Tensor& x, std::span<const int32_t> ids, Batch batch,
+                         std::span<ModelState* const> states) {
         const V4LayerWeights& w = layers_[l];
-        Tensor mix = hc_mix(w.hc_attn, x);                  // [n, (2+S)S]
-        Tensor u = ops_.hc_collapse(x, mix, cfg_.hc_mult);  // [n, D]
-        Tensor a =
-            attention(l, ops_.rms_norm(u, w.attn_norm, cfg_.rms_eps), s.layers[l], s.n_past);  // [n, D]
-        Tensor x1 = ops_.hc_expand(x, a, mix, cfg_.hc_mult);                                   // [n, S D]
+        Tensor mix = hc_mix(w.hc_attn, x);                                                    // [n, (2+S)S]
+        Tensor u = ops_.hc_collapse(x, mix, cfg_.hc_mult);                                    // [n, D]
+        Tensor a = attention(l, ops_.rms_norm(u, w.attn_norm, cfg_.rms_eps), batch, states);  // [n, D]
+        Tensor x1 = ops_.hc_expand(x, a, mix, cfg_.hc_mult);                                  // [n, S D]
 
         mix = hc_mix(w.hc_ffn, x1);
         Tensor u2 =
@@ -323,42 +323,63 @@ private:
         return r;
     }
 
-    // Attention (docs/models.md 8.2).                                   x: [n, D] at pos0 ...; returns [n, D]
-    Tensor attention(int l, const Tensor& x, V4LayerCache& c, int64_t pos0) {
+    // Attention (docs/models.md 8.2): the projections over every row, then each segment at its positions
+    // over its own ring, compressed entries and indexer.                   x: [n, D]; returns [n, D]
+    Tensor attention(int l, const Tensor& x, Batch batch, std::span<ModelState* const> states) {
         const V4LayerWeights& w = layers_[l];
         const int64_t n = x.rows(), hd = cfg_.head_dim, heads = cfg_.n_heads;
         Tensor c_q = ops_.rms_norm(ops_.matmul(w.wq_a, x), w.q_norm, cfg_.rms_eps);  // [n, q_lora]
         Tensor q = ops_.matmul(w.wq_b, c_q);                                         // [n, H hd]
         q = ops_.rms_norm(q.reshaped(n * heads, hd), ones_head_, cfg_.rms_eps).reshaped(n, heads * hd);
-        ops_.rope(q, rope_heads(l, int(hd)), pos0);
         Tensor kv = ops_.rms_norm(ops_.matmul(w.wkv, x), w.kv_norm, cfg_.rms_eps);  // [n, hd]: key = value
-        ops_.rope(kv, rope_heads(l, int(hd)), pos0);
-
-        Tensor selection;  // CSA: [n, index_topk] entry ids
+        Tensor comp_kv, comp_gate, index_kv, index_gate, index_q, index_weights;    // empty where unused
+        const bool csa = cfg_.attn[l] == Attn::csa;
         if (cfg_.compressed(l)) {
-            compress(l, w.compressor, int(hd), cfg_.series(l), x, c.entries, c.state_kv, c.state_gate, pos0);
-            if (cfg_.attn[l] == Attn::csa) selection = index_select(l, x, c_q, c, pos0);
+            comp_kv = ops_.matmul(w.compressor.wkv, x);      // [n, series hd]
+            comp_gate = ops_.matmul(w.compressor.wgate, x);  // [n, series hd]
+        }
+        if (csa) {
+            index_kv = ops_.matmul(w.index_compressor.wkv, x);      // [n, 2 dI]
+            index_gate = ops_.matmul(w.index_compressor.wgate, x);  // [n, 2 dI]
+            index_q = ops_.matmul(w.index_wq, c_q);                 // [n, nI dI]
+            index_weights = ops_.matmul(w.index_weights, x);        // [n, nI]
         }
         const CompressedAttentionShape shape{int(heads), int(hd), cfg_.window, cfg_.ratio[l],
                                              1.0f / std::sqrt(static_cast<float>(hd))};
-        Tensor o = ops_.compressed_attention(q, kv, c.ring, c.entries,
-                                             cfg_.attn[l] == Attn::csa ? &selection : nullptr, w.sinks, shape,
-                                             pos0);        // [n, H hd]
-        ops_.copy_rows(c.ring, kv, pos0);                  // the window's raw keys for later calls
-        ops_.rope(o, rope_heads(l, int(hd), true), pos0);  // values carried the keys' rotation: undo it
+        Tensor o = per_segment(  // [n, H hd]
+            ops_, batch, {q, kv, comp_kv, comp_gate, index_kv, index_gate, index_q, index_weights},
+            [&](const Segment& g, std::span<const Tensor> t) {
+                V4LayerCache& c = state_of<V4State>(states, g.seq).layers[l];
+                Tensor qs = t[0], kvs = t[1];
+                ops_.rope(qs, rope_heads(l, int(hd)), g.pos0);
+                ops_.rope(kvs, rope_heads(l, int(hd)), g.pos0);
+                Tensor selection;  // CSA: [rows, index_topk] entry ids
+                if (cfg_.compressed(l))
+                    compress(l, w.compressor, int(hd), cfg_.series(l), t[2], t[3], c.entries, c.state_kv,
+                             c.state_gate, g.pos0);
+                if (csa) {
+                    compress(l, w.index_compressor, cfg_.index_dim, 2, t[4], t[5], c.index_keys, c.index_kv,
+                             c.index_gate, g.pos0);
+                    selection = index_select(l, t[6], t[7], c, g.pos0);
+                }
+                Tensor os = ops_.compressed_attention(qs, kvs, c.ring, c.entries, csa ? &selection : nullptr,
+                                                      w.sinks, shape, g.pos0);
+                ops_.copy_rows(c.ring, kvs, g.pos0);                  // the window's raw keys for later calls
+                ops_.rope(os, rope_heads(l, int(hd), true), g.pos0);  // values carried the keys' rotation
+                return os;
+            });
         Tensor y = ops_.matmul(w.wo_a, o, cfg_.o_groups);  // [n, g o_lora]: each group of heads on its own
         return ops_.matmul(w.wo_b, y);                     // [n, D]
     }
 
-    // A compressor (docs/models.md 8.4): pools each window that closes in this call into an entry (RMSNorm,
-    // rope at the window's first position), appended to `entries`; then keeps this call's raw rows.
-    //                                                                   x: [n, D]; entries: [windows, width]
-    void compress(int l, const CompressorWeights& w, int width, int series, const Tensor& x, Tensor& entries,
-                  Tensor& state_kv, Tensor& state_gate, int64_t pos0) {
+    // A compressor (docs/models.md 8.4) over one sequence's rows at pos0 ...: pools each window that closes
+    // in this call into an entry (RMSNorm, rope at the window's first position), appended to `entries`; then
+    // keeps this call's raw rows.          kv, gate: [n, series width] (its projections); entries: [windows,
+    // width]
+    void compress(int l, const CompressorWeights& w, int width, int series, const Tensor& kv,
+                  const Tensor& gate, Tensor& entries, Tensor& state_kv, Tensor& state_gate, int64_t pos0) {
         const int ratio = cfg_.ratio[l];
-        Tensor kv = ops_.matmul(w.wkv, x);      // [n, series width]
-        Tensor gate = ops_.matmul(w.wgate, x);  // [n, series width]
-        if (windows_closing(pos0, x.rows(), ratio) > 0) {
+        if (windows_closing(pos0, kv.rows(), ratio) > 0) {
             Tensor e = ops_.compress_kv(kv, gate, w.ape, state_kv, state_gate, {ratio, width, series}, pos0);
             e = ops_.rms_norm(e, w.norm, cfg_.rms_eps);  // [windows, width]
             const int64_t w0 = pos0 / ratio;             // the first window closing now
@@ -369,22 +390,19 @@ private:
         ops_.copy_rows(state_gate, gate, pos0);
     }
 
-    // CSA's lightning indexer (docs/models.md 8.5): its own compressor's keys, then the top index_topk
-    // visible entries per query.                                     x: [n, D], c_q: [n, q_lora]; returns [n,
+    // CSA's lightning indexer (docs/models.md 8.5) over one sequence's rows: the top index_topk visible
+    // entries of its indexer keys per query.     q: [n, nI dI] (index_wq c_q), weights: [n, nI]; returns [n,
     // top_k]
-    Tensor index_select(int l, const Tensor& x, const Tensor& c_q, V4LayerCache& c, int64_t pos0) {
-        const V4LayerWeights& w = layers_[l];
-        compress(l, w.index_compressor, cfg_.index_dim, 2, x, c.index_keys, c.index_kv, c.index_gate, pos0);
-        Tensor q = ops_.matmul(w.index_wq, c_q);  // [n, nI dI]
-        ops_.rope(q, rope_heads(l, cfg_.index_dim), pos0);
-        Tensor weights = ops_.matmul(w.index_weights, x);  // [n, nI]
+    Tensor index_select(int l, const Tensor& q, const Tensor& weights, V4LayerCache& c, int64_t pos0) {
+        Tensor qs = q;
+        ops_.rope(qs, rope_heads(l, cfg_.index_dim), pos0);
         const DsaShape shape{.n_heads = cfg_.index_heads,
                              .head_dim = cfg_.index_dim,
                              .top_k = cfg_.index_topk,
                              .scale = 1.0f / std::sqrt(static_cast<float>(cfg_.index_dim)),
                              .weight_scale = 1.0f / std::sqrt(static_cast<float>(cfg_.index_heads)),
                              .ratio = cfg_.ratio[l]};
-        return ops_.index_topk(q, weights, c.index_keys, shape, pos0);
+        return ops_.index_topk(qs, weights, c.index_keys, shape, pos0);
     }
 
     // The routed experts of layer l (docs/models.md 8.6).               x: [n, D]; returns [n, D]

@@ -212,16 +212,17 @@ private:
         return w;
     }
 
-    Tensor layers_forward(Tensor h, std::span<const int32_t>, ModelState& state) override {
-        auto& s = static_cast<KimiState&>(state);
-        return cfg_.attn_res_block > 0 ? attn_res_forward(h, s) : residual_forward(h, s);
+    Tensor layers_forward(Tensor h, std::span<const int32_t>, Batch batch,
+                          std::span<ModelState* const> states) override {
+        return cfg_.attn_res_block > 0 ? attn_res_forward(h, batch, states)
+                                       : residual_forward(h, batch, states);
     }
 
     // Plain pre-norm residual stream (Kimi Linear).                                      h: [n, d_model]
-    Tensor residual_forward(Tensor h, KimiState& s) {
+    Tensor residual_forward(Tensor h, Batch batch, std::span<ModelState* const> states) {
         for (int l = 0; l < cfg_.n_layers; ++l) {
             const KimiLayerWeights& w = layers_[l];
-            h = ops_.add(h, attention(l, ops_.rms_norm(h, w.input_norm, cfg_.rms_eps), s));
+            h = ops_.add(h, attention(l, ops_.rms_norm(h, w.input_norm, cfg_.rms_eps), batch, states));
             h = ops_.add(h, mlp(l, ops_.rms_norm(h, w.post_norm, cfg_.rms_eps)));
         }
         return h;
@@ -229,7 +230,7 @@ private:
 
     // Attention residuals (K3, docs/models.md 7.1): each sublayer reads a softmax mix of the block snapshots
     // and the running block sum p; a new block starts every attn_res_block layers with p as its snapshot.
-    Tensor attn_res_forward(Tensor p, KimiState& s) {
+    Tensor attn_res_forward(Tensor p, Batch batch, std::span<ModelState* const> states) {
         std::vector<Tensor> entries;  // block snapshots, then p: [n, d_model] each
         const auto mix = [&](const Weight& w) {
             entries.push_back(p);
@@ -242,32 +243,41 @@ private:
             const Tensor h = entries.empty() ? p : mix(w.attn_res);
             const bool block_start = l % cfg_.attn_res_block == 0;
             if (block_start) entries.push_back(p);
-            Tensor a = attention(l, ops_.rms_norm(h, w.input_norm, cfg_.rms_eps), s);
+            Tensor a = attention(l, ops_.rms_norm(h, w.input_norm, cfg_.rms_eps), batch, states);
             p = block_start ? a : ops_.add(p, a);
             p = ops_.add(p, mlp(l, ops_.rms_norm(mix(w.mlp_res), w.post_norm, cfg_.rms_eps)));
         }
         return mix(out_res_);
     }
 
-    // The token mixer of layer l on its normed input x: NoPE MLA (docs/models.md 5.2) or KDA.
-    //                                                                    x: [n, d_model] -> [n, d_model]
-    Tensor attention(int l, const Tensor& x, KimiState& s) {
-        if (!cfg_.mla_layer[l]) return kda(l, x, s);
+    // The token mixer of layer l on its normed input x: NoPE MLA (docs/models.md 5.2) or KDA, each segment
+    // on its own caches.                                                 x: [n, d_model] -> [n, d_model]
+    Tensor attention(int l, const Tensor& x, Batch batch, std::span<ModelState* const> states) {
+        if (!cfg_.mla_layer[l]) return kda(l, x, batch, states);
         const MlaWeights& w = layers_[l].mla;
-        return mla_forward(ops_, mla_, w, x, mla_query_latent(ops_, mla_, w, x), s.kv[l], s.n_past);
+        const auto cache = [&](int seq) -> KvCache& { return state_of<KimiState>(states, seq).kv[l]; };
+        return mla_forward(ops_, mla_, w, x, mla_query_latent(ops_, mla_, w, x), batch, cache);
     }
 
     // Kimi delta attention (docs/models.md 5.1).                        x: [n, d_model] -> [n, d_model]
-    Tensor kda(int l, const Tensor& x, KimiState& s) {
+    Tensor kda(int l, const Tensor& x, Batch batch, std::span<ModelState* const> states) {
         const KdaWeights& w = layers_[l].kda;
         const int64_t n = x.rows();
-        Tensor q = ops_.short_conv(ops_.matmul(w.q, x), w.q_conv, s.conv_q[l]);  // [n, P]
-        Tensor k = ops_.short_conv(ops_.matmul(w.k, x), w.k_conv, s.conv_k[l]);  // [n, P]
-        Tensor v = ops_.short_conv(ops_.matmul(w.v, x), w.v_conv, s.conv_v[l]);  // [n, P]
-        Tensor g = ops_.matmul(w.f_b, ops_.matmul(w.f_a, x));                    // [n, P]
-        Tensor beta = ops_.matmul(w.beta, x);                                    // [n, heads]
+        Tensor q = ops_.matmul(w.q, x);                        // [n, P]
+        Tensor k = ops_.matmul(w.k, x);                        // [n, P]
+        Tensor v = ops_.matmul(w.v, x);                        // [n, P]
+        Tensor g = ops_.matmul(w.f_b, ops_.matmul(w.f_a, x));  // [n, P]
+        Tensor beta = ops_.matmul(w.beta, x);                  // [n, heads]
         const KdaShape shape{cfg_.kda_heads, cfg_.kda_dim, cfg_.gate_lower_bound};
-        Tensor o = ops_.kda(q, k, v, g, beta, w.a_log, w.dt_bias, shape, s.kda[l]);  // [n, P]
+        // [n, P]: each sequence's rows through its own convolution and recurrent states
+        Tensor o =
+            per_segment(ops_, batch, {q, k, v, g, beta}, [&](const Segment& seg, std::span<const Tensor> t) {
+                KimiState& s = state_of<KimiState>(states, seg.seq);
+                Tensor qs = ops_.short_conv(t[0], w.q_conv, s.conv_q[l]);
+                Tensor ks = ops_.short_conv(t[1], w.k_conv, s.conv_k[l]);
+                Tensor vs = ops_.short_conv(t[2], w.v_conv, s.conv_v[l]);
+                return ops_.kda(qs, ks, vs, t[3], t[4], w.a_log, w.dt_bias, shape, s.kda[l]);
+            });
         Tensor gate = w.g_a.rows() > 0 ? ops_.matmul(w.g_b, ops_.matmul(w.g_a, x)) : ops_.matmul(w.g_b, x);
         // The output norm is per head: [n, P] viewed as [n heads, head_dim].
         Tensor y = ops_.rms_norm(o.reshaped(n * cfg_.kda_heads, cfg_.kda_dim), w.o_norm, cfg_.rms_eps)

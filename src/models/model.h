@@ -55,6 +55,12 @@ public:
     int64_t n_past = 0;  // tokens already processed (the position of the next token)
 };
 
+// One sequence's part of a batched forward.
+struct SequenceStep {
+    std::span<const int32_t> ids;  // its next tokens (at least one)
+    ModelState* state = nullptr;   // its caches, at ids' first position; advanced by the pass
+};
+
 class Model {
 public:
     virtual ~Model() = default;
@@ -65,6 +71,10 @@ public:
     // Runs ids at positions state.n_past .. + n and advances the state. Returns logits [n, vocab] for
     // every position when all_logits, else [1, vocab] for the last one.
     virtual Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) = 0;
+
+    // Runs several sequences' next tokens in one pass (nn/batch.h) and advances each state. Every sequence's
+    // logits are those it gets from forward() alone.                    returns [steps, vocab]: each last row
+    virtual Tensor forward_batch(std::span<const SequenceStep> steps) = 0;
 
     virtual ExpertStore& store() = 0;
     virtual Ops& ops() = 0;

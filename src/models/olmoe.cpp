@@ -128,14 +128,14 @@ private:
         };
     }
 
-    Tensor layers_forward(Tensor h, std::span<const int32_t>, ModelState& state) override {
-        auto& s = static_cast<OlmoeState&>(state);
-        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, s);
+    Tensor layers_forward(Tensor h, std::span<const int32_t>, Batch batch,
+                          std::span<ModelState* const> states) override {
+        for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, batch, states);
         return h;
     }
 
-    // One decoder layer (docs/models.md 1).                     h: [n, d_model] at positions s.n_past ...
-    Tensor layer_forward(int l, const Tensor& h, OlmoeState& s) {
+    // One decoder layer (docs/models.md 1).                 h: [n, d_model], each segment at its positions
+    Tensor layer_forward(int l, const Tensor& h, Batch batch, std::span<ModelState* const> states) {
         const OlmoeLayerWeights& w = layers_[l];
         Tensor x = ops_.rms_norm(h, w.input_norm, cfg_.rms_eps);  // [n, d]
         Tensor q =
@@ -146,12 +146,16 @@ private:
             for (Tensor* t : {&q, &k, &v}) ops_.clamp(*t, -*cfg_.clip_qkv, *cfg_.clip_qkv);
         }
         const RopeParams rope{RopeStyle::neox, cfg_.head_dim, cfg_.head_dim, cfg_.rope_theta, 1.0f, 0, {}};
-        ops_.rope(q, rope, s.n_past);
-        ops_.rope(k, rope, s.n_past);
         const AttentionShape shape{cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim,
                                    1.0f / std::sqrt(static_cast<float>(cfg_.head_dim))};
-        Tensor a = ops_.attention(q, k, v, s.kv[l], shape, s.n_past);  // [n, H*hd]
-        Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));             // [n, d]
+        // [n, H*hd]: each sequence's rows over its own cache
+        Tensor a = per_segment(ops_, batch, {q, k, v}, [&](const Segment& g, std::span<const Tensor> t) {
+            Tensor qs = t[0], ks = t[1];
+            ops_.rope(qs, rope, g.pos0);
+            ops_.rope(ks, rope, g.pos0);
+            return ops_.attention(qs, ks, t[2], state_of<OlmoeState>(states, g.seq).kv[l], shape, g.pos0);
+        });
+        Tensor h1 = ops_.add(h, ops_.matmul(w.o_proj, a));  // [n, d]
 
         Tensor x2 = ops_.rms_norm(h1, w.post_norm, cfg_.rms_eps);  // [n, d]
         const auto prefetch_next = [&] {

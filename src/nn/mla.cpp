@@ -43,17 +43,23 @@ Tensor mla_query_latent(Ops& ops, const Mla& m, const MlaWeights& w, const Tenso
 }
 
 Tensor mla_forward(Ops& ops, const Mla& m, const MlaWeights& w, const Tensor& x, const Tensor& c_q,
-                   KvCache& cache, int64_t pos0, const Tensor* selection) {
+                   Batch batch, const std::function<KvCache&(int seq)>& cache, const Tensor* selection) {
     const int64_t kv_lora = m.shape.kv_lora, dr = m.shape.rope_dim;
     Tensor q = ops.matmul(w.q_b, c_q);  // [n, H (dn + dr)]
     Tensor kv = ops.matmul(w.kv_a, x);  // [n, kv_lora + dr]
     Tensor latent = ops.rms_norm(ops.slice_cols(kv, 0, kv_lora), w.kv_a_norm, kMlaNormEps);  // [n, kv_lora]
     Tensor k_pe = ops.slice_cols(kv, kv_lora, dr);  // [n, dr]: one key for all heads
-    if (m.rope_q) {
-        ops.rope(q, *m.rope_q, pos0);  // the last dr dims of each head
-        ops.rope(k_pe, *m.rope_k, pos0);
-    }
-    Tensor a = ops.mla_attention(q, latent, k_pe, w.kv_b, cache, m.shape, pos0, selection);  // [n, H dv]
+    // [n, H dv]: each sequence's rows over its own cache
+    Tensor a = per_segment(ops, batch, {q, latent, k_pe, selection ? *selection : Tensor()},
+                           [&](const Segment& g, std::span<const Tensor> t) {
+                               Tensor qs = t[0], ks = t[2];
+                               if (m.rope_q) {
+                                   ops.rope(qs, *m.rope_q, g.pos0);  // the last dr dims of each head
+                                   ops.rope(ks, *m.rope_k, g.pos0);
+                               }
+                               return ops.mla_attention(qs, t[1], ks, w.kv_b, cache(g.seq), m.shape, g.pos0,
+                                                        selection ? &t[3] : nullptr);
+                           });
     if (m.output_gate) a = ops.mul_sigmoid(a, ops.matmul(w.gate, x));
     return ops.matmul(w.o, a);  // [n, D]
 }

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "backend/ops.h"
+#include "nn/batch.h"
 #include "nn/weights.h"
 
 namespace coli {
@@ -43,10 +45,11 @@ KvCache mla_cache_new(Ops& ops, const Mla& m, int64_t max_ctx);
 //                                                          x: [n, D]; returns [n, q_lora] (or x: [n, D])
 Tensor mla_query_latent(Ops& ops, const Mla& m, const MlaWeights& w, const Tensor& x);
 
-// Attention of the new rows x (at positions pos0 ...) over the cache, through o_proj. c_q:
-// mla_query_latent(x); selection: DSA's key positions per query [n, top_k], or null for every position.
-//                                                                         x: [n, D]; returns [n, D]
+// Attention of the new rows x over the caches, through o_proj: each segment's rows (at positions pos0 ...)
+// over cache(seq), its sequence's cache of this layer. c_q: mla_query_latent(x); selection: DSA's key
+// positions per query [n, top_k], or null for every position.       x: [n, D]; returns [n, D]
 Tensor mla_forward(Ops& ops, const Mla& m, const MlaWeights& w, const Tensor& x, const Tensor& c_q,
-                   KvCache& cache, int64_t pos0, const Tensor* selection = nullptr);
+                   Batch batch, const std::function<KvCache&(int seq)>& cache,
+                   const Tensor* selection = nullptr);
 
 }  // namespace coli

@@ -197,11 +197,12 @@ void PrefixCache::file_write(const PrefixEntry& e) {
     write_warned_ = true;
 }
 
-std::shared_ptr<const PrefixEntry> PrefixCache::longest_prefix(std::span<const int32_t> ids) {
+std::shared_ptr<const PrefixEntry> PrefixCache::longest_prefix(std::span<const int32_t> ids, int64_t held) {
     auto best = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         const std::vector<int32_t>& e = (*it)->ids;
-        if (e.size() < ids.size() && (best == entries_.end() || e.size() > (*best)->ids.size()) &&
+        if (e.size() < ids.size() && static_cast<int64_t>(e.size()) > held &&
+            (best == entries_.end() || e.size() > (*best)->ids.size()) &&
             std::equal(e.begin(), e.end(), ids.begin()))
             best = it;
     }
@@ -261,6 +262,30 @@ void PrefixCache::file_remove(std::span<const int32_t> ids) const {
     std::filesystem::remove(file_of(ids), ignored);
 }
 
+void PrefixCache::count(const PrefixEntry* e) {
+    if (!e) {
+        ++stats_.misses;
+        return;
+    }
+    ++stats_.hits;
+    stats_.tokens_reused += e->ids.size();
+    stats_.bytes_restored += e->state.bytes();
+}
+
+void PrefixCache::keep(std::shared_ptr<PrefixEntry> e) {
+    if (e->bytes() <= opts_.ram_bytes) add(std::move(e), true);
+}
+
+void PrefixCache::insert(Ops& ops, ModelState& state, std::span<const int32_t> ids) {
+    const auto n = static_cast<int64_t>(ids.size());
+    if (!enabled() || !worth_keeping(ids)) return;
+    check(state.n_past == n, "prefix cache: a state of {} tokens kept for {} ids", state.n_past, n);
+    auto e = std::make_shared<PrefixEntry>();
+    e->ids.assign(ids.begin(), ids.end());
+    e->state = state_snapshot(ops, state);
+    keep(std::move(e));
+}
+
 void PrefixCache::insert(Session& session, std::span<const int32_t> ids) {
     const auto n = static_cast<int64_t>(ids.size());
     if (!enabled() || !worth_keeping(ids)) return;
@@ -268,44 +293,58 @@ void PrefixCache::insert(Session& session, std::span<const int32_t> ids) {
     auto e = std::make_shared<PrefixEntry>();
     e->ids.assign(ids.begin(), ids.end());
     e->state = session.snapshot();
-    if (e->bytes() > opts_.ram_bytes) return;
-    add(std::move(e), true);
+    keep(std::move(e));
+}
+
+int64_t PrefixCache::restore(Ops& ops, ModelState& state, std::span<const int32_t> ids, int64_t held) {
+    if (!enabled()) return held;
+    std::shared_ptr<const PrefixEntry> hit = longest_prefix(ids, held);
+    if (hit) {
+        try {
+            state_restore(ops, hit->state, state);
+            held = static_cast<int64_t>(hit->ids.size());
+        } catch (const Error& e) {  // checked before anything is written: state is as it was
+            log_warn("prefix cache: an entry of {} tokens does not fit this state ({}); dropped",
+                     hit->ids.size(), e.what());
+            drop(hit);
+            hit = nullptr;
+        }
+    }
+    count(hit.get());
+    return held;
+}
+
+int64_t PrefixCache::next_keep(std::span<const int32_t> ids, int64_t held, int64_t boundary) const {
+    const auto n = static_cast<int64_t>(ids.size());
+    // The prefix shared with an entry ends at the last token at most: an entry as long as ids (the same
+    // prompt again) cannot be restored, the last token being fed for its logits.
+    std::vector<int64_t> points = {boundary, std::min(shared_tokens(ids), n - 1)};
+    std::sort(points.begin(), points.end());
+    for (const int64_t p : points)
+        if (p > held && p < n && worth_keeping(ids.first(size_t(p)))) return p;
+    return 0;
 }
 
 PrefixFill PrefixCache::prefill(Session& session, std::span<const int32_t> ids, int64_t held,
                                 int64_t boundary) {
     if (!enabled()) return {held, held};
-    const auto n = static_cast<int64_t>(ids.size());
-    uint64_t restored_bytes = 0;
-    if (const std::shared_ptr<const PrefixEntry> hit = longest_prefix(ids);
-        hit && static_cast<int64_t>(hit->ids.size()) > held) {
+    std::shared_ptr<const PrefixEntry> hit = longest_prefix(ids, held);
+    if (hit) {
         try {
             session.restore(hit->state);
             held = static_cast<int64_t>(hit->ids.size());
-            restored_bytes = hit->state.bytes();
         } catch (const Error& e) {  // a state of a shorter context, say: computed instead
             log_warn("prefix cache: an entry of {} tokens does not fit this state ({}); dropped",
                      hit->ids.size(), e.what());
             drop(hit);
+            hit = nullptr;
             held = 0;  // the session was reset
         }
     }
-    if (restored_bytes > 0) {
-        ++stats_.hits;
-        stats_.tokens_reused += static_cast<uint64_t>(held);
-        stats_.bytes_restored += restored_bytes;
-    } else {
-        ++stats_.misses;
-    }
-    // The prefix shared with an entry ends at the last token at most: an entry as long as ids (the same
-    // prompt again) cannot be restored, the last token being fed for its logits.
+    count(hit.get());
     const int64_t reused = held;
-    std::vector<int64_t> points = {boundary, std::min(shared_tokens(ids), n - 1)};
-    std::sort(points.begin(), points.end());
-    for (const int64_t p : points) {
-        if (p <= held || p >= n || !worth_keeping(ids.first(size_t(p)))) continue;
+    for (int64_t p; (p = next_keep(ids, held, boundary)) > 0; held = p) {
         session.forward(ids.subspan(size_t(held), size_t(p - held)), false);
-        held = p;
         insert(session, ids.first(size_t(p)));
     }
     return {held, reused};

@@ -90,13 +90,28 @@ public:
     // budget; evicts the least recently used entries to make room.
     void insert(Session& session, std::span<const int32_t> ids);
 
+    // The same on a model state that is not a session's (the server's batch slots, each fed in chunks):
+    // restore() writes the entry prefill() would restore into state, which holds `held` tokens of ids, and
+    // returns the tokens it holds then (held when none was restored; an entry that does not fit state is
+    // dropped with a warning, state left as it was); next_keep() is the next point after held where
+    // prefill() would keep the state (0: none before the last token), where a chunk should end and
+    // insert() be called.
+    int64_t restore(Ops& ops, ModelState& state, std::span<const int32_t> ids, int64_t held);
+    int64_t next_keep(std::span<const int32_t> ids, int64_t held, int64_t boundary) const;
+    void insert(Ops& ops, ModelState& state, std::span<const int32_t> ids);
+
     const PrefixCacheStats& stats() const { return stats_; }
 
 private:
     using Entries = std::list<std::shared_ptr<const PrefixEntry>>;  // most recently used first
 
-    // The longest entry that is a proper prefix of ids, moved to the front; null when none.
-    std::shared_ptr<const PrefixEntry> longest_prefix(std::span<const int32_t> ids);
+    // The longest entry that is a proper prefix of ids and longer than held, moved to the front; null when
+    // none.
+    std::shared_ptr<const PrefixEntry> longest_prefix(std::span<const int32_t> ids, int64_t held);
+    // Counts a prompt's hit (tokens restored from entry e) or, with e null, its miss.
+    void count(const PrefixEntry* e);
+    // Keeps e, the state after e->ids, unless not worth it or larger than the budget.
+    void keep(std::shared_ptr<PrefixEntry> e);
     // The most tokens ids shares with one entry's ids from the start.
     int64_t shared_tokens(std::span<const int32_t> ids) const;
     bool holds(std::span<const int32_t> ids) const;

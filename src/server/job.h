@@ -32,9 +32,11 @@ struct JobUpdate {
 
 class Job {
 public:
-    explicit Job(GenerationRequest request) : request_(std::move(request)) {}
+    explicit Job(GenerationRequest request)
+        : request_(std::move(request)), queued_at_(std::chrono::steady_clock::now()) {}
 
     const GenerationRequest& request() const { return request_; }
+    std::chrono::steady_clock::time_point queued_at() const { return queued_at_; }  // when it was made
 
     // Worker side.
     void start(int64_t prompt_tokens);  // the prompt fits: generation begins
@@ -53,15 +55,16 @@ public:
     const ApiError& error() const { return error_; }          // after failed
 
 private:
-    GenerationRequest request_;           // what was asked
-    std::mutex mu_;                       // guards everything below but cancelled_
-    std::condition_variable cv_;          // signals text and state changes to the HTTP thread
-    JobState state_ = JobState::queued;   // guarded by mu_
-    std::string pending_;                 // text not yet taken, guarded by mu_
-    int64_t prompt_tokens_ = 0;           // set by start()
-    GenerateResult result_;               // set by finish()
-    ApiError error_;                      // set by fail()
-    std::atomic<bool> cancelled_{false};  // the client went away or the server stops
+    GenerationRequest request_;                        // what was asked
+    std::chrono::steady_clock::time_point queued_at_;  // made (and queued) at
+    std::mutex mu_;                                    // guards everything below but cancelled_
+    std::condition_variable cv_;                       // signals text and state changes to the HTTP thread
+    JobState state_ = JobState::queued;                // guarded by mu_
+    std::string pending_;                              // text not yet taken, guarded by mu_
+    int64_t prompt_tokens_ = 0;                        // set by start()
+    GenerateResult result_;                            // set by finish()
+    ApiError error_;                                   // set by fail()
+    std::atomic<bool> cancelled_{false};               // the client went away or the server stops
 };
 
 }  // namespace coli::server

@@ -9,6 +9,9 @@ namespace coli::server {
 
 namespace {
 
+// The generation speed shown is over passes adding up to at least this many seconds.
+constexpr double kRateWindowSeconds = 2;
+
 // A Prometheus label value: backslash, double quote and newline escaped.
 std::string label_escape(const std::string& v) {
     std::string out;
@@ -49,36 +52,45 @@ void Metrics::request_count(const std::string& endpoint, int status) {
     ++requests_[{endpoint, status}];
 }
 
-void Metrics::queue_set(size_t queued, bool running) {
+void Metrics::queue_set(size_t queued, size_t running) {
     std::lock_guard lock(mu_);
     queued_ = queued;
     running_ = running;
 }
 
-void Metrics::generation_start(int64_t prompt_tokens) {
+void Metrics::generation_start(int64_t prompt_tokens, double queue_wait) {
     std::lock_guard lock(mu_);
     prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
-    current_start_ = Clock::now();
-    current_tokens_ = 0;
+    queue_wait_seconds_ += queue_wait;
+    last_queue_wait_ = queue_wait;
 }
 
 void Metrics::token_count() {
     std::lock_guard lock(mu_);
     ++generated_tokens_;
-    ++current_tokens_;
 }
 
-void Metrics::generation_end(int64_t tokens, int64_t cached_tokens, bool cancelled) {
+void Metrics::step_count(size_t sequences, int64_t rows, int64_t sampled, double seconds) {
     std::lock_guard lock(mu_);
-    // The live count missed the end token (it is not text); the total is exact.
-    generated_tokens_ += static_cast<uint64_t>(std::max<int64_t>(tokens - current_tokens_, 0));
-    cached_prompt_tokens_ += static_cast<uint64_t>(cached_tokens);
-    const double seconds = std::chrono::duration<double>(Clock::now() - current_start_).count();
+    ++steps_;
+    step_sequences_ += sequences;
+    last_batch_ = sequences;
+    last_rows_ = rows;
     decode_seconds_ += seconds;
-    last_rate_ = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+    window_tokens_ += sampled;
+    window_seconds_ += seconds;
+    if (window_seconds_ >= kRateWindowSeconds) {
+        last_rate_ = static_cast<double>(window_tokens_) / window_seconds_;
+        window_tokens_ = 0;
+        window_seconds_ = 0;
+    }
+}
+
+void Metrics::generation_end(int64_t, int64_t cached_tokens, bool cancelled) {
+    std::lock_guard lock(mu_);
+    cached_prompt_tokens_ += static_cast<uint64_t>(cached_tokens);
     ++generations_;
     if (cancelled) ++cancelled_;
-    current_tokens_ = 0;
 }
 
 void Metrics::engine_set(EngineSnapshot snapshot) {
@@ -87,9 +99,9 @@ void Metrics::engine_set(EngineSnapshot snapshot) {
 }
 
 double Metrics::decode_rate_locked() const {
-    if (!running_ || current_tokens_ == 0) return last_rate_;
-    const double seconds = std::chrono::duration<double>(Clock::now() - current_start_).count();
-    return seconds > 0 ? static_cast<double>(current_tokens_) / seconds : 0;
+    // Before the first full window: what the current one has seen.
+    if (last_rate_ == 0 && window_seconds_ > 0) return static_cast<double>(window_tokens_) / window_seconds_;
+    return last_rate_;
 }
 
 std::string Metrics::prometheus_text() const {
@@ -102,7 +114,18 @@ std::string Metrics::prometheus_text() const {
     metric_add(out, "coli_queue_depth", "gauge", "Requests waiting for the model.", queued_);
     metric_add(out, "coli_queue_limit", "gauge", "Most requests that may wait; more are answered 429.",
                info_.queue_limit);
-    metric_add(out, "coli_requests_running", "gauge", "Requests generating now (0 or 1).", running_ ? 1 : 0);
+    metric_add(out, "coli_requests_running", "gauge", "Requests generating now (the batch).", running_);
+    metric_add(out, "coli_queue_wait_seconds_total", "counter", "Time requests waited in the queue.",
+               queue_wait_seconds_);
+    metric_add(out, "coli_queue_wait_last_seconds", "gauge", "The last started request's time in the queue.",
+               last_queue_wait_);
+    metric_add(out, "coli_batch_steps_total", "counter", "Forward passes (each runs every running request).",
+               steps_);
+    metric_add(out, "coli_batch_sequences_total", "counter",
+               "Requests in the forward passes, summed (over coli_batch_steps_total: the mean batch).",
+               step_sequences_);
+    metric_add(out, "coli_batch_size", "gauge", "Requests in the last forward pass.", last_batch_);
+    metric_add(out, "coli_batch_rows", "gauge", "Tokens fed in the last forward pass.", last_rows_);
     metric_add(out, "coli_generations_total", "counter", "Requests that generated text.", generations_);
     metric_add(out, "coli_generations_cancelled_total", "counter",
                "Generations stopped because the client disconnected.", cancelled_);
@@ -112,10 +135,11 @@ std::string Metrics::prometheus_text() const {
         "Prompt tokens whose cache entries were reused (the previous request's, or the prefix cache's).",
         cached_prompt_tokens_);
     metric_add(out, "coli_generated_tokens_total", "counter", "Tokens generated.", generated_tokens_);
-    metric_add(out, "coli_generation_seconds_total", "counter", "Time spent generating (prompt and decode).",
-               decode_seconds_);
+    metric_add(out, "coli_generation_seconds_total", "counter",
+               "Time spent in forward passes (prompts and decoding).", decode_seconds_);
     metric_add(out, "coli_tokens_per_second", "gauge",
-               "Generation speed of the running request, else of the last one (tokens / second).",
+               "Tokens generated per second of forward passes, all requests together, over the last few "
+               "seconds of passes.",
                decode_rate_locked());
 
     const StoreStats& s = engine_.store;
@@ -217,6 +241,9 @@ std::string Metrics::status_json() const {
           {"queued", queued_},
           {"queue_limit", info_.queue_limit},
           {"running", running_},
+          {"queue_wait_last_seconds", last_queue_wait_},
+          {"batch_size", last_batch_},
+          {"batch_mean", steps_ ? static_cast<double>(step_sequences_) / static_cast<double>(steps_) : 0.0},
           {"generations", generations_},
           {"cancelled", cancelled_}}},
         {"tokens",

@@ -99,7 +99,7 @@ struct Server::Impl {
     Impl(Engine& engine, ServerOptions o)
         : opts(std::move(o)),
           metrics(info_make(engine, opts)),
-          worker(engine, metrics, opts.queue_limit, opts.prefix_cache),
+          worker(engine, metrics, {opts.queue_limit, opts.parallel, opts.prefill_chunk, opts.prefix_cache}),
           limits{engine.model().summary().max_ctx},
           created(static_cast<int64_t>(std::time(nullptr))) {
         routes_add();
@@ -129,7 +129,7 @@ struct Server::Impl {
 
     ServerOptions opts;    // as given, model_id filled in
     Metrics metrics;       // counters behind /metrics and /api/status
-    Worker worker;         // runs the model, one request at a time
+    Worker worker;         // runs the model, up to opts.parallel requests at a time
     RequestLimits limits;  // what the request parsers check against
     int64_t created;       // Unix seconds at start: the model's "created" in /v1/models
     httplib::Server http;  // the listening socket and its threads
@@ -145,7 +145,9 @@ bool Server::Impl::authorized(const httplib::Request& req) const {
 }
 
 void Server::Impl::routes_add() {
-    http.new_task_queue = [n = opts.queue_limit + kSpareThreads] { return new httplib::ThreadPool(n); };
+    http.new_task_queue = [n = opts.queue_limit + opts.parallel + kSpareThreads] {
+        return new httplib::ThreadPool(n);
+    };
     http.set_payload_max_length(opts.max_body_bytes);
     // httplib's default also sets SO_REUSEPORT, which lets a second server bind a port already in use and
     // take half of its connections: only SO_REUSEADDR (a restart need not wait for TIME_WAIT).

@@ -47,7 +47,7 @@ function show(s) {
 
   set("tok-s", s.tokens.tokens_per_second.toFixed(1));
   set("answered", s.requests.answered);
-  set("running", s.requests.running ? "yes" : "no");
+  set("running", `${s.requests.running} (mean batch ${s.requests.batch_mean.toFixed(1)})`);
   set("queued", s.requests.queued);
   set("queue-limit", s.requests.queue_limit);
   set("generations", s.requests.generations);

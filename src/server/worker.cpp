@@ -7,16 +7,24 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/reply_text.h"
+#include "runtime/sampler.h"
 
 namespace coli::server {
 
 namespace {
 
-// How often the running generation copies the engine's counters for /metrics and the status page.
+using Clock = std::chrono::steady_clock;
+
+// How often the running generations copy the engine's counters for /metrics and the status page.
 constexpr std::chrono::milliseconds kSnapshotInterval{250};
 
 // Guards the tok/s of a generation too short to time.
 constexpr double kMinSeconds = 1e-9;
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 const char* api_name(ApiKind api) {
     switch (api) {
@@ -44,16 +52,66 @@ const char* finish_name(FinishReason f) {
 
 }  // namespace
 
-Worker::Worker(Engine& engine, Metrics& metrics, size_t queue_limit, const PrefixCacheOptions& prefix_cache)
-    : engine_(engine), metrics_(metrics), queue_limit_(queue_limit), seeds_(std::random_device{}()) {
+size_t parallel_default(const ModelSummary& m, uint64_t ram_left) {
+    const uint64_t per_slot = m.kv_bytes_per_token * static_cast<uint64_t>(m.max_ctx) + m.state_bytes;
+    if (per_slot == 0) return kDefaultParallel;
+    return std::clamp<size_t>(ram_left / per_slot, 1, kDefaultParallel);
+}
+
+// One place for a request's caches: a state, and the tokens it holds from the slot's last request.
+struct Worker::Slot {
+    std::unique_ptr<ModelState> state;  // null until first used, or after a failed pass
+    std::vector<int32_t> cached;        // the tokens whose cache entries the state holds
+    bool busy = false;                  // a sequence runs in it
+};
+
+// A request being generated in a slot.
+struct Worker::Sequence {
+    Sequence(std::shared_ptr<Job> j, Slot* s, std::vector<int32_t> prompt, size_t reuse, int64_t limit,
+             Sampler smp, ReplyText text)
+        : job(std::move(j)),
+          slot(s),
+          ids(std::move(prompt)),
+          fed(reuse),
+          cached(static_cast<int64_t>(reuse)),
+          max_tokens(limit),
+          sampler(std::move(smp)),
+          reply(std::move(text)) {}
+
+    std::shared_ptr<Job> job;
+    Slot* slot = nullptr;
+    std::vector<int32_t> ids;       // the prompt
+    size_t fed = 0;                 // prompt tokens in the slot's state, the reused prefix included
+    int64_t cached = 0;             // of those, reused from the slot's last request
+    int64_t max_tokens = 0;         // most tokens to generate
+    Sampler sampler;                // seeded per request
+    ReplyText reply;                // tokens -> text, stops, finish reason
+    std::vector<int32_t> out;       // generated tokens
+    std::vector<int32_t> input;     // what this step feeds (empty: waits for its turn to feed a chunk)
+    int64_t boundary = 0;           // the prefix cache's point of its own in the prompt (system message)
+    size_t keep_at = 0;             // this step's chunk ends where the prefix cache keeps the state; 0: not
+    bool done = false;              // finished after this step's token
+    Clock::time_point first_token;  // when the first token was sampled (decode speed)
+
+    bool prefilling() const { return fed < ids.size(); }
+};
+
+Worker::Worker(Engine& engine, Metrics& metrics, const WorkerOptions& opts)
+    : engine_(engine), metrics_(metrics), opts_(opts), seeds_(std::random_device{}()) {
+    check(opts.parallel >= 1 && opts.prefill_chunk >= 1, "the worker needs a slot and a chunk size");
     try {
-        conversation_ = std::make_unique<Conversation>(engine.model(), engine.checkpoint(), true);
+        text_ = std::make_unique<ModelText>(engine.checkpoint(), true);
         chat_supported_ = true;
     } catch (const Error& e) {
         log_warn("no chat template ({}): /v1/chat/completions and /v1/messages will answer 400", e.what());
-        conversation_ = std::make_unique<Conversation>(engine.model(), engine.checkpoint(), false);
+        text_ = std::make_unique<ModelText>(engine.checkpoint(), false);
     }
-    if (prefix_cache.ram_bytes > 0) conversation_->prefix_cache_open(prefix_cache, engine);
+    for (size_t i = 0; i < opts.parallel; ++i) slots_.push_back(std::make_unique<Slot>());
+    if (opts.prefix_cache.ram_bytes > 0) {
+        slots_.front()->state = engine.model().state_new();  // the fingerprint reads a state's layout
+        prefix_cache_ = std::make_unique<PrefixCache>(
+            opts.prefix_cache, prefix_cache_fingerprint(engine, *slots_.front()->state));
+    }
     engine_snapshot();
     thread_ = std::thread([this] { loop(); });
 }
@@ -64,9 +122,9 @@ Worker::~Worker() {
 
 bool Worker::submit(std::shared_ptr<Job> job) {
     std::lock_guard lock(mu_);
-    if (stopping_ || queue_.size() >= queue_limit_) return false;
+    if (stopping_ || queue_.size() >= opts_.queue_limit) return false;
     queue_.push_back(std::move(job));
-    metrics_.queue_set(queue_.size(), running_ != nullptr);
+    metrics_.queue_set(queue_.size(), running_.size());
     cv_.notify_all();
     return true;
 }
@@ -82,7 +140,7 @@ void Worker::stop() {
     {
         std::lock_guard lock(mu_);
         stopping_ = true;
-        if (running_) running_->cancel();
+        for (auto& job : running_) job->cancel();
         dropped.swap(queue_);
         cv_.notify_all();
     }
@@ -91,95 +149,245 @@ void Worker::stop() {
 }
 
 void Worker::loop() {
+    auto last_snapshot = Clock::now();
     for (;;) {
+        std::vector<std::shared_ptr<Job>> joining;
+        bool stop = false;
         {
             std::unique_lock lock(mu_);
-            cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-            if (stopping_) return;
-            running_ = std::move(queue_.front());
-            queue_.pop_front();
-            metrics_.queue_set(queue_.size(), true);
+            cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !sequences_.empty(); });
+            stop = stopping_;
+            while (!stop && !queue_.empty() && sequences_.size() + joining.size() < opts_.parallel) {
+                joining.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+            }
+            metrics_.queue_set(queue_.size(), sequences_.size() + joining.size());
         }
-        job_run(*running_);
-        engine_snapshot();
-        std::lock_guard lock(mu_);
-        running_.reset();
-        metrics_.queue_set(queue_.size(), false);
+        if (stop) {
+            // stop() cancelled every running job: each ends as a cancelled generation.
+            for (auto& s : sequences_) finish(*s);
+            sequences_.clear();
+            return;
+        }
+        for (auto& job : joining) admit(std::move(job));
+        if (sequences_.empty()) continue;
+        try {
+            step();
+        } catch (const std::exception& e) {
+            fail_all(e.what());
+        }
+        {
+            std::lock_guard lock(mu_);
+            metrics_.queue_set(queue_.size(), sequences_.size());
+        }
+        if (Clock::now() - last_snapshot >= kSnapshotInterval) {
+            engine_snapshot();
+            last_snapshot = Clock::now();
+        }
     }
 }
 
-void Worker::job_run(Job& job) {
-    const GenerationRequest& r = job.request();
+bool Worker::admit(std::shared_ptr<Job> job) {
+    const GenerationRequest& r = job->request();
     const bool chat = r.api != ApiKind::completion;
     const int64_t max_ctx = engine_.model().summary().max_ctx;
+    const char* param = chat ? "messages" : "prompt";
     std::vector<int32_t> ids;
     try {
-        if (chat && !chat_supported_)
-            return job.fail({ErrorKind::invalid_request,
-                             "this model has no chat template: use /v1/completions", "messages",
-                             "chat_unsupported"});
-        ids = chat ? conversation_->chat_ids(r.messages) : conversation_->prompt_ids(r.prompt);
+        if (chat && !chat_supported_) {
+            job->fail({ErrorKind::invalid_request, "this model has no chat template: use /v1/completions",
+                       "messages", "chat_unsupported"});
+            return false;
+        }
+        ids = chat ? text_->chat_ids(r.messages) : text_->prompt_ids(r.prompt);
     } catch (const Error& e) {
-        return job.fail({ErrorKind::invalid_request, e.what(), chat ? "messages" : "prompt", ""});
+        job->fail({ErrorKind::invalid_request, e.what(), param, ""});
+        return false;
     }
     const int64_t prompt = static_cast<int64_t>(ids.size());
-    if (prompt == 0)
-        return job.fail(
-            {ErrorKind::invalid_request, "the prompt is empty", chat ? "messages" : "prompt", ""});
-    if (prompt >= max_ctx)
-        return job.fail({ErrorKind::invalid_request,
-                         fmt::format("the prompt is {} tokens, the model's context is {}", prompt, max_ctx),
-                         chat ? "messages" : "prompt", "context_length_exceeded"});
+    if (prompt == 0) {
+        job->fail({ErrorKind::invalid_request, "the prompt is empty", param, ""});
+        return false;
+    }
+    if (prompt >= max_ctx) {
+        job->fail({ErrorKind::invalid_request,
+                   fmt::format("the prompt is {} tokens, the model's context is {}", prompt, max_ctx), param,
+                   "context_length_exceeded"});
+        return false;
+    }
     const int64_t max_tokens = r.max_tokens ? *r.max_tokens : max_ctx - prompt;
-    if (prompt + max_tokens > max_ctx)
-        return job.fail(
-            {ErrorKind::invalid_request,
-             fmt::format("the prompt ({} tokens) plus max_tokens ({}) exceed the model's context of "
-                         "{} tokens",
-                         prompt, max_tokens, max_ctx),
-             "max_tokens", "context_length_exceeded"});
+    if (prompt + max_tokens > max_ctx) {
+        job->fail({ErrorKind::invalid_request,
+                   fmt::format("the prompt ({} tokens) plus max_tokens ({}) exceed the model's context of "
+                               "{} tokens",
+                               prompt, max_tokens, max_ctx),
+                   "max_tokens", "context_length_exceeded"});
+        return false;
+    }
+
+    // The free slot whose cache holds the longest prefix of this prompt (all it holds, and short of the
+    // last prompt token, whose logits must be computed): a recurrent state cannot be rewound.
+    Slot* slot = nullptr;
+    size_t reuse = 0;
+    for (auto& candidate : slots_) {
+        if (candidate->busy) continue;
+        const std::vector<int32_t>& c = candidate->cached;
+        const bool usable =
+            candidate->state && c.size() < ids.size() && std::equal(c.begin(), c.end(), ids.begin());
+        if (!slot || (usable && c.size() > reuse)) {
+            slot = candidate.get();
+            reuse = usable ? c.size() : 0;
+        }
+    }
+    check(slot != nullptr, "no free slot for an admitted job");
+    // A prefix-cache entry longer than what the slot holds is written into the slot's tensors as they are
+    // (a forward reads no row past it before writing it); a slot that then holds nothing starts over.
+    bool fresh = false;
+    if (prefix_cache_ && !slot->state) {
+        slot->state = engine_.model().state_new();
+        fresh = true;
+    }
+    if (prefix_cache_)
+        reuse = static_cast<size_t>(
+            prefix_cache_->restore(engine_.ops(), *slot->state, ids, static_cast<int64_t>(reuse)));
+    if (reuse == 0) {
+        if (!fresh) slot->state = engine_.model().state_new();
+        slot->cached.clear();
+    }
+    slot->busy = true;
+    const int64_t boundary = prefix_cache_ && chat ? text_->chat_system_tokens(r.messages, ids) : 0;
 
     SamplerOptions sampling = r.sampler;
     if (!r.seed_given) sampling.seed = seeds_();
-    const GenerateOptions opts{
-        static_cast<int>(max_tokens), r.stop, r.ignore_eos,
-        chat && conversation_->prefix_cache() ? conversation_->chat_system_tokens(r.messages, ids) : 0};
-    job.start(prompt);
-    metrics_.generation_start(prompt);
-    auto last_snapshot = std::chrono::steady_clock::now();
-    try {
-        Sampler sampler(sampling);
-        const GenerateResult result =
-            conversation_->generate(ids, chat, opts, sampler, [&](const std::string& piece) {
-                metrics_.token_count();
-                if (!piece.empty()) job.text_push(piece);
-                if (const auto now = std::chrono::steady_clock::now();
-                    now - last_snapshot >= kSnapshotInterval) {
-                    engine_snapshot();
-                    last_snapshot = now;
-                }
-                return !job.cancelled();
-            });
-        const bool cancelled = result.finish == FinishReason::cancelled;
-        metrics_.generation_end(result.completion_tokens, result.cached_tokens, cancelled);
-        const GenerationStats& g = conversation_->session().last_stats();
-        log_info("{}: {} tokens after a prompt of {} ({} reused from the cache), decode {:.1f} tok/s, {}",
-                 api_name(r.api), result.completion_tokens, result.prompt_tokens, result.cached_tokens,
-                 g.decode_tokens / std::max(g.decode_seconds, kMinSeconds), finish_name(result.finish));
-        engine_snapshot();  // /metrics counts this request by the time its client has the answer
-        job.finish(result);
-    } catch (const std::exception& e) {
-        // The conversation dropped its cache; the next request starts clean.
-        metrics_.generation_end(0, 0, false);
-        log_warn("generation failed: {}", e.what());
-        job.fail({ErrorKind::internal, fmt::format("generation failed: {}", e.what()), "", "engine_error"});
+    Job* j = job.get();
+    auto on_text = [j](const std::string& piece) {
+        if (!piece.empty()) j->text_push(piece);
+        return !j->cancelled();
+    };
+    sequences_.push_back(std::make_unique<Sequence>(
+        job, slot, std::move(ids), reuse, max_tokens, Sampler(sampling),
+        ReplyText(text_->tokenizer(), text_->end_ids(chat, r.ignore_eos), r.stop, on_text)));
+    sequences_.back()->boundary = boundary;
+    {
+        std::lock_guard lock(mu_);
+        running_.push_back(job);
     }
+    job->start(prompt);
+    metrics_.generation_start(prompt, seconds_since(job->queued_at()));
+    return true;
+}
+
+void Worker::step() {
+    // Every decoding sequence feeds its last token; the oldest prefilling one feeds its next chunk.
+    std::vector<SequenceStep> batch;
+    std::vector<Sequence*> members;
+    bool chunk_taken = false;
+    int64_t rows = 0;
+    for (auto& s : sequences_) {
+        s->input.clear();
+        if (s->job->cancelled()) {
+            s->done = true;
+            continue;
+        }
+        if (!s->prefilling()) {
+            s->input = {s->out.back()};
+        } else if (!chunk_taken) {
+            size_t n = std::min<size_t>(s->ids.size() - s->fed, static_cast<size_t>(opts_.prefill_chunk));
+            // A chunk ends where the prefix cache keeps the state (the system message's end, say).
+            s->keep_at = prefix_cache_ ? static_cast<size_t>(prefix_cache_->next_keep(
+                                             s->ids, static_cast<int64_t>(s->fed), s->boundary))
+                                       : 0;
+            if (s->keep_at > 0) n = std::min(n, s->keep_at - s->fed);
+            s->input.assign(s->ids.begin() + s->fed, s->ids.begin() + s->fed + n);
+            chunk_taken = true;
+        } else {
+            continue;
+        }
+        batch.push_back({s->input, s->slot->state.get()});
+        members.push_back(s.get());
+        rows += static_cast<int64_t>(s->input.size());
+    }
+    if (!batch.empty()) {
+        const auto start = Clock::now();
+        const std::vector<float> logits = engine_.ops().read(engine_.model().forward_batch(batch));
+        const auto vocab = static_cast<size_t>(engine_.model().summary().vocab);
+        int64_t sampled = 0;
+        for (size_t i = 0; i < members.size(); ++i) {
+            Sequence& s = *members[i];
+            if (s.prefilling()) {
+                s.fed += s.input.size();
+                // The state at a kept point or at the prompt's end, before the first token.
+                if (prefix_cache_ && (s.fed == s.keep_at || !s.prefilling()))
+                    prefix_cache_->insert(engine_.ops(), *s.slot->state, std::span(s.ids).first(s.fed));
+                if (s.prefilling()) continue;  // more chunks to come: these logits are not the last row's
+            }
+            sample(s, std::span<const float>(logits).subspan(i * vocab, vocab));
+            ++sampled;
+        }
+        metrics_.step_count(members.size(), rows, sampled, seconds_since(start));
+    }
+    for (auto& s : sequences_)
+        if (s->done) finish(*s);
+    std::erase_if(sequences_, [](const std::unique_ptr<Sequence>& s) { return s->done; });
+}
+
+void Worker::sample(Sequence& s, std::span<const float> logits) {
+    const int32_t token = s.sampler.sample(logits);
+    if (s.out.empty()) s.first_token = Clock::now();
+    s.out.push_back(token);
+    metrics_.token_count();
+    const bool go_on = s.reply.push(token);
+    if (!go_on || static_cast<int64_t>(s.out.size()) >= s.max_tokens) s.done = true;
+}
+
+void Worker::finish(Sequence& s) {
+    s.done = true;
+    GenerateResult result;
+    result.prompt_tokens = static_cast<int64_t>(s.ids.size());
+    result.cached_tokens = s.cached;
+    s.reply.finish(result);
+    // A job cancelled before its first token generated nothing: it ends as cancelled all the same.
+    if (s.job->cancelled() && result.finish == FinishReason::length) result.finish = FinishReason::cancelled;
+    // What the slot's state now holds: the prompt tokens fed, then every generated token but the last
+    // (sampled, never fed).
+    Slot& slot = *s.slot;
+    slot.cached.assign(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(s.fed));
+    if (!s.prefilling() && !s.out.empty())
+        slot.cached.insert(slot.cached.end(), s.out.begin(), s.out.end() - 1);
+    slot.busy = false;
+    const bool cancelled = result.finish == FinishReason::cancelled;
+    metrics_.generation_end(result.completion_tokens, result.cached_tokens, cancelled);
+    const double decode_seconds = s.out.size() > 1 ? seconds_since(s.first_token) : 0;
+    log_info(
+        "{}: {} tokens after a prompt of {} ({} reused from the cache), decode {:.1f} tok/s, {}",
+        api_name(s.job->request().api), result.completion_tokens, result.prompt_tokens, result.cached_tokens,
+        static_cast<double>(s.out.size() > 1 ? s.out.size() - 1 : 0) / std::max(decode_seconds, kMinSeconds),
+        finish_name(result.finish));
+    engine_snapshot();  // /metrics counts this request by the time its client has the answer
+    s.job->finish(std::move(result));
+    std::lock_guard lock(mu_);
+    std::erase(running_, s.job);
+}
+
+void Worker::fail_all(const std::string& why) {
+    log_warn("generation failed: {}", why);
+    for (auto& s : sequences_) {
+        // The pass may have written part of this step into the state: it no longer matches its tokens.
+        s->slot->state.reset();
+        s->slot->cached.clear();
+        s->slot->busy = false;
+        metrics_.generation_end(0, 0, false);
+        s->job->fail({ErrorKind::internal, fmt::format("generation failed: {}", why), "", "engine_error"});
+        std::lock_guard lock(mu_);
+        std::erase(running_, s->job);
+    }
+    sequences_.clear();
 }
 
 void Worker::engine_snapshot() {
-    const PrefixCache* prefix = conversation_->prefix_cache();
     metrics_.engine_set({engine_.ops().counters(), engine_.model().store().stats(),
-                         engine_.ops().backend().stats(), prefix ? prefix->stats() : PrefixCacheStats{}});
+                         engine_.ops().backend().stats(),
+                         prefix_cache_ ? prefix_cache_->stats() : PrefixCacheStats{}});
 }
 
 }  // namespace coli::server

@@ -37,7 +37,7 @@ TEST(Conversation, GreedyTextIsStreamedWhole) {
     Conversation c(demo_engine().model(), demo_engine().checkpoint(), true);
     std::string streamed;
     int calls = 0;
-    const GenerateResult r = greedy(c, c.prompt_ids("In the beginning God created"), false,
+    const GenerateResult r = greedy(c, c.text().prompt_ids("In the beginning God created"), false,
                                     {kTokens, {}, true}, [&](const std::string& piece) {
                                         streamed += piece;
                                         ++calls;
@@ -53,14 +53,14 @@ TEST(Conversation, GreedyTextIsStreamedWhole) {
 TEST(Conversation, PrefixReuseGivesTheSameTokensAsAFreshStart) {
     Conversation reused(demo_engine().model(), demo_engine().checkpoint(), true);
     const std::vector<text::ChatMessage> first = {{"user", "Who created the heaven?"}};
-    const GenerateResult a = greedy(reused, reused.chat_ids(first), true);
+    const GenerateResult a = greedy(reused, reused.text().chat_ids(first), true);
     std::vector<text::ChatMessage> second = first;
     second.push_back({"assistant", a.text});
     second.push_back({"user", "And then?"});
-    const GenerateResult b = greedy(reused, reused.chat_ids(second), true);
+    const GenerateResult b = greedy(reused, reused.text().chat_ids(second), true);
 
     Conversation fresh(demo_engine().model(), demo_engine().checkpoint(), true);
-    const GenerateResult b_fresh = greedy(fresh, fresh.chat_ids(second), true);
+    const GenerateResult b_fresh = greedy(fresh, fresh.text().chat_ids(second), true);
     EXPECT_EQ(b_fresh.cached_tokens, 0);
     EXPECT_EQ(b.text, b_fresh.text);
     EXPECT_EQ(b.prompt_tokens, b_fresh.prompt_tokens);
@@ -70,7 +70,7 @@ TEST(Conversation, PrefixReuseGivesTheSameTokensAsAFreshStart) {
 
 TEST(Conversation, StopStringCutsTheText) {
     Conversation c(demo_engine().model(), demo_engine().checkpoint(), false);
-    const std::vector<int32_t> ids = c.prompt_ids("In the beginning God created");
+    const std::vector<int32_t> ids = c.text().prompt_ids("In the beginning God created");
     const GenerateResult full = greedy(c, ids, false, {kTokens, {}, true});
     const size_t space = full.text.find(' ', 1);
     ASSERT_NE(space, std::string::npos) << full.text;
@@ -85,7 +85,7 @@ TEST(Conversation, StopStringCutsTheText) {
 TEST(Conversation, OnTextReturningFalseCancels) {
     Conversation c(demo_engine().model(), demo_engine().checkpoint(), false);
     int calls = 0;
-    const GenerateResult r = greedy(c, c.prompt_ids("In the beginning"), false, {kTokens, {}, true},
+    const GenerateResult r = greedy(c, c.text().prompt_ids("In the beginning"), false, {kTokens, {}, true},
                                     [&](const std::string&) { return ++calls < 3; });
     EXPECT_EQ(r.finish, FinishReason::cancelled);
     EXPECT_EQ(r.completion_tokens, 3);
@@ -94,7 +94,7 @@ TEST(Conversation, OnTextReturningFalseCancels) {
 
 TEST(Conversation, AnErrorLeavesNoStaleCache) {
     Conversation c(demo_engine().model(), demo_engine().checkpoint(), false);
-    const std::vector<int32_t> ids = c.prompt_ids("In the beginning God created");
+    const std::vector<int32_t> ids = c.text().prompt_ids("In the beginning God created");
     const GenerateResult before = greedy(c, ids, false);
     // More tokens than the context holds: the model throws in the middle of the generation.
     const int64_t ctx = demo_engine().model().summary().max_ctx;

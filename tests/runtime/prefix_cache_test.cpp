@@ -289,8 +289,8 @@ TEST(PrefixCacheConversation, SharedSystemMessageIsComputedOnce) {
         "is written in the books of Moses, the prophets and the gospels, as they were read in the year 1611.";
     const auto chat = [&](Conversation& c, const std::string& question) {
         const std::vector<text::ChatMessage> messages = {{"system", system}, {"user", question}};
-        const std::vector<int32_t> ids = c.chat_ids(messages);
-        const int64_t boundary = c.chat_system_tokens(messages, ids);
+        const std::vector<int32_t> ids = c.text().chat_ids(messages);
+        const int64_t boundary = c.text().chat_system_tokens(messages, ids);
         EXPECT_GE(boundary, kPrefixCacheMinTokens);
         Sampler sampler(SamplerOptions{});
         return c.generate(ids, true, {kGreedyTokens, {}, true, boundary}, sampler, {});

@@ -57,16 +57,6 @@ std::string chat_body(const std::string& content, int max_tokens) {
         .dump();
 }
 
-// One sample value of /metrics, by the exact text before the value ("name" or "name{labels}").
-double metric_value(const std::string& text, const std::string& series) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-    ADD_FAILURE() << "no series " << series << " in /metrics";
-    return -1;
-}
-
 TEST(ServeApi, BadInputGetsOpenAIErrors) {
     ServeProcess server({"--max-body-mb", "1"});
     auto c = server.client();

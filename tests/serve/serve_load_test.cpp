@@ -1,6 +1,7 @@
-// Load on loopback: 8 concurrent clients x 20 requests each over every endpoint, streaming and not. Every
-// answer must be complete, well-formed and equal to the greedy answer the same request got alone (one
-// worker: requests never see each other's state); the server's memory must stay steady.
+// Load on loopback: 8 concurrent clients x 20 requests each over every endpoint, streaming and not, batched
+// by the worker (continuous batching: requests join and leave the batch mid-generation). Every answer must
+// be complete, well-formed and equal to the greedy answer the same request got alone (a request that saw
+// another's cache or state would differ); the server's memory must stay steady.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -112,8 +113,8 @@ std::string answer_text(const Call& c, const std::string& body) {
     return text;
 }
 
-TEST(ServeLoad, EightClientsTimesTwentyRequests) {
-    ServeProcess server;
+void load_check(const std::vector<std::string>& flags) {
+    ServeProcess server(flags);
     // Every combination, and its greedy text when it is the only request.
     std::vector<Call> calls;
     for (Api api : {Api::chat, Api::completion, Api::messages})
@@ -184,7 +185,22 @@ TEST(ServeLoad, EightClientsTimesTwentyRequests) {
     const size_t cached_at = metrics->body.find("\ncoli_prompt_tokens_cached_total ");
     ASSERT_NE(cached_at, std::string::npos);
     EXPECT_GT(std::stod(metrics->body.substr(cached_at + 33)), 0) << "no prompt ever reused the KV cache";
+    // Requests ran together: some pass held more than one.
+    EXPECT_GT(metric_value(metrics->body, "coli_batch_sequences_total"),
+              metric_value(metrics->body, "coli_batch_steps_total"))
+        << "no forward pass ever held two requests";
     EXPECT_EQ(server.stop(), 0) << server.err();
+}
+
+// The server's defaults (--parallel from the memory plan: 4 for the demo model).
+TEST(ServeLoad, EightClientsTimesTwentyRequests) {
+    load_check({});
+}
+
+// Prompts fed 3 tokens per step: every prompt joins over several steps while others decode, and a
+// request's chunks are the same whether it runs alone or beside others.
+TEST(ServeLoad, ChunkedPromptsJoiningMidGeneration) {
+    load_check({"--parallel", "4", "--prefill-chunk", "3"});
 }
 
 }  // namespace

@@ -29,6 +29,16 @@ namespace coli::test {
 inline const std::filesystem::path kDemoModel = std::filesystem::path(COLI_SOURCE_DIR) / "models/demo";
 inline constexpr const char* kDemoId = "demo";
 
+// One sample value of /metrics, by the exact text before the value ("name" or "name{labels}").
+inline double metric_value(const std::string& text, const std::string& series) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    ADD_FAILURE() << "no series " << series << " in /metrics";
+    return -1;
+}
+
 class ServeProcess {
 public:
     // Starts `coli serve --model models/demo --port 0 --hot-set none <flags>` and waits until it listens.

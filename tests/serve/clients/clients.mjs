@@ -1,5 +1,6 @@
 // Drives a running `coli serve` with the official OpenAI and Anthropic SDKs (pinned by package-lock.json):
-// streaming and non-streaming chat, completions, Anthropic messages, stop strings, seeds and error cases.
+// streaming and non-streaming chat, completions, Anthropic messages, stop strings, seeds, error cases, and
+// concurrent clients.
 // Usage: node clients.mjs BASE_URL MODEL_ID   (BASE_URL like http://127.0.0.1:8080)
 // Prints one line per check and exits non-zero when any fails.
 import assert from "node:assert/strict";
@@ -209,6 +210,32 @@ await check("anthropic error: a wrong type is a BadRequestError", async () => {
   const err = await rejects(anthropic.messages.create({ model, max_tokens: "many", messages: [chatMessages[1]] }),
                             Anthropic.BadRequestError, 400);
   assert.equal(err.error?.error?.type, "invalid_request_error");
+});
+
+await check("concurrent clients (batched by the server): each streamed answer equals its answer alone", async () => {
+  // Eight requests at once through both SDKs, streaming; the server runs them in one batch.
+  const openaiStream = async () => {
+    const stream = await openai.chat.completions.create({
+      model, messages: chatMessages, max_tokens: kMaxTokens, temperature: 0, stream: true });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+    return text;
+  };
+  const completionStream = async () => {
+    const stream = await openai.completions.create({ model, prompt, max_tokens: kMaxTokens, temperature: 0, stream: true });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.text ?? "";
+    return text;
+  };
+  const anthropicStream = async () => {
+    const stream = anthropic.messages.stream({ model, max_tokens: kMaxTokens, temperature: 0,
+                                               system: chatMessages[0].content, messages: [chatMessages[1]] });
+    return (await stream.finalMessage()).content[0].text;
+  };
+  const kinds = [[openaiStream, chatText], [completionStream, completionText], [anthropicStream, messageText]];
+  const runs = Array.from({ length: 8 }, (_, i) => kinds[i % kinds.length]);
+  const texts = await Promise.all(runs.map(([fn]) => fn()));
+  texts.forEach((t, i) => assert.equal(t, runs[i][1], `request ${i}`));
 });
 
 console.log(`${passed} passed, ${failed} failed`);
