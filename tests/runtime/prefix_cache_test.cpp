@@ -81,6 +81,7 @@ TEST_P(FamilyPrefixCache, RestoredPrefixGivesTheTokensOfACleanRun) {
     const uint64_t fingerprint = prefix_cache_fingerprint(engine, clean.state());
     {
         PrefixCache cache(cache_options(dir.path()), fingerprint);
+        EXPECT_EQ(cache.next_keep(p.first, 0, p.shared), p.shared);
         Session first(engine.model());
         // The first prompt keeps its state at the shared prefix (the boundary) and at its end.
         const PrefixFill fill = cache.prefill(first, p.first, 0, p.shared);
@@ -109,6 +110,14 @@ TEST_P(FamilyPrefixCache, RestoredPrefixGivesTheTokensOfACleanRun) {
             EXPECT_EQ(std::memcmp(got.data(), expected_logits.data(), got.size() * sizeof(float)), 0)
                 << "the restored state differs from the computed one";
         }
+        // The same on a model state of its own, as the server's batch slots use the cache.
+        const std::unique_ptr<ModelState> slot = engine.model().state_new();
+        EXPECT_EQ(cache.restore(engine.ops(), *slot, p.second, 0), p.shared);
+        const std::vector<float> got = engine.ops().read(
+            engine.model().forward(std::span(p.second).subspan(size_t(p.shared)), *slot, false));
+        ASSERT_EQ(got.size(), expected_logits.size());
+        EXPECT_EQ(std::memcmp(got.data(), expected_logits.data(), got.size() * sizeof(float)), 0);
+        EXPECT_EQ(cache.next_keep(p.second, 0, 0), 0) << "the shared prefix is kept already";
     }
     // A new cache over the same directory, as after a restart, reads both entries back.
     PrefixCache restarted(cache_options(dir.path()), fingerprint);
