@@ -272,10 +272,6 @@ void PrefixCache::count(const PrefixEntry* e) {
     stats_.bytes_restored += e->state.bytes();
 }
 
-void PrefixCache::keep(std::shared_ptr<PrefixEntry> e) {
-    if (e->bytes() <= opts_.ram_bytes) add(std::move(e), true);
-}
-
 void PrefixCache::insert(Ops& ops, ModelState& state, std::span<const int32_t> ids) {
     const auto n = static_cast<int64_t>(ids.size());
     if (!enabled() || !worth_keeping(ids)) return;
@@ -283,17 +279,11 @@ void PrefixCache::insert(Ops& ops, ModelState& state, std::span<const int32_t> i
     auto e = std::make_shared<PrefixEntry>();
     e->ids.assign(ids.begin(), ids.end());
     e->state = state_snapshot(ops, state);
-    keep(std::move(e));
+    if (e->bytes() <= opts_.ram_bytes) add(std::move(e), true);
 }
 
 void PrefixCache::insert(Session& session, std::span<const int32_t> ids) {
-    const auto n = static_cast<int64_t>(ids.size());
-    if (!enabled() || !worth_keeping(ids)) return;
-    check(session.n_past() == n, "prefix cache: a state of {} tokens kept for {} ids", session.n_past(), n);
-    auto e = std::make_shared<PrefixEntry>();
-    e->ids.assign(ids.begin(), ids.end());
-    e->state = session.snapshot();
-    keep(std::move(e));
+    insert(session.model().ops(), session.state(), ids);
 }
 
 int64_t PrefixCache::restore(Ops& ops, ModelState& state, std::span<const int32_t> ids, int64_t held) {

@@ -110,8 +110,6 @@ private:
     std::shared_ptr<const PrefixEntry> longest_prefix(std::span<const int32_t> ids, int64_t held);
     // Counts a prompt's hit (tokens restored from entry e) or, with e null, its miss.
     void count(const PrefixEntry* e);
-    // Keeps e, the state after e->ids, unless not worth it or larger than the budget.
-    void keep(std::shared_ptr<PrefixEntry> e);
     // The most tokens ids shares with one entry's ids from the start.
     int64_t shared_tokens(std::span<const int32_t> ids) const;
     bool holds(std::span<const int32_t> ids) const;
