@@ -121,6 +121,10 @@ std::vector<float> Ops::read(const Tensor& t) {
     return host;
 }
 
+void Ops::write(Tensor& t, std::span<const float> v) {
+    t.backend()->tensor_write(t, v);
+}
+
 Weight Ops::weight(const Weight& host) {
     Weight w = primary_.weight_upload(host);
     if (&primary_ == &cpu_) return w;

@@ -48,6 +48,7 @@ public:
     Tensor tensor(int64_t rows, int64_t cols);                                 // zero-filled
     Tensor tensor_from(int64_t rows, int64_t cols, std::span<const float> v);  // host -> backend
     std::vector<float> read(const Tensor& t);                                  // backend -> host
+    void write(Tensor& t, std::span<const float> v);                           // host -> t, in place
     Weight weight(const Weight& host);  // uploads a host weight to the backend; names a format it declines
 
     // Ops (see backend.h for the exact semantics).

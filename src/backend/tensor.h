@@ -33,6 +33,12 @@ public:
         return Tensor(owner_, rows, cols, storage_);
     }
 
+    // The first `rows` rows on the same storage (row-major: a prefix of it), e.g. a cache's filled rows.
+    Tensor leading_rows(int64_t rows) const {
+        check(rows >= 0 && rows <= rows_, "leading rows {} of [{}, {}]", rows, rows_, cols_);
+        return Tensor(owner_, rows, cols_, storage_);
+    }
+
     // The owner's private handle to the storage (a float* on the CPU). For backends only.
     void* storage() const { return storage_.get(); }
     const std::shared_ptr<void>& storage_shared() const { return storage_; }

@@ -21,8 +21,9 @@ struct RunArgs {
     SamplerOptions sampler;
     bool print_ids = false;
     bool ignore_eos = false;
-    bool chat = false;   // render the prompt as a user turn with the model's chat template
-    std::string system;  // system message for --chat
+    bool chat = false;             // render the prompt as a user turn with the model's chat template
+    std::string system;            // system message for --chat
+    PrefixCacheArgs prefix_cache;  // --prefix-cache-gb, --cache-dir
 };
 
 void header_print(Engine& engine) {
@@ -60,6 +61,15 @@ void context_note(const RunArgs& a, Engine& engine, size_t prompt_tokens, size_t
                    prompt_tokens, generated, engine.model().summary().max_ctx);
 }
 
+// What the prefix cache did for this run's prompt, on stderr.
+void prefix_cache_print(const PrefixCache* cache) {
+    if (!cache) return;
+    const PrefixCacheStats& s = cache->stats();
+    fmt::print(
+        stderr, "prefix cache: {} prompt tokens restored ({}), {} entries held ({}), {} read back at start\n",
+        s.tokens_reused, bytes_human(s.bytes_restored), s.entries, bytes_human(s.bytes_held), s.files_loaded);
+}
+
 void run_ids(const RunArgs& a) {
     const std::vector<int32_t> prompt = ids_parse(a.ids);
     Engine engine(a.engine);
@@ -67,10 +77,19 @@ void run_ids(const RunArgs& a) {
     const int limit = tokens_in_context(a, engine, prompt.size());
     header_print(engine);
     Session session(engine.model());
+    const PrefixCacheOptions cache_opts = prefix_cache_options(a.prefix_cache);
+    std::unique_ptr<PrefixCache> cache;
+    if (cache_opts.ram_bytes > 0)
+        cache = std::make_unique<PrefixCache>(cache_opts, prefix_cache_fingerprint(engine, session.state()));
+    const int64_t held = cache ? cache->prefill(session, prompt, 0, 0).held : 0;
     Sampler sampler(a.sampler);
     const std::vector<int32_t> stop = a.ignore_eos ? std::vector<int32_t>{} : eos_ids(engine.checkpoint());
-    const std::vector<int32_t> out = session.generate(prompt, limit, sampler, stop);
+    const std::vector<int32_t> out =
+        session.generate(std::span(prompt).subspan(size_t(held)), limit, sampler, stop, {}, [&] {
+            if (cache) cache->insert(session, prompt);
+        });
     speed_print(engine, session.last_stats());
+    prefix_cache_print(cache.get());
     stats_print(engine);
     context_note(a, engine, prompt.size(), out.size(), limit);
     if (a.print_ids) fmt::print("{}\n", fmt::join(out, ","));
@@ -79,6 +98,8 @@ void run_ids(const RunArgs& a) {
 void run_text(const RunArgs& a) {
     Engine engine(a.engine);
     Conversation conversation(engine.model(), engine.checkpoint(), a.chat);
+    if (const PrefixCacheOptions cache_opts = prefix_cache_options(a.prefix_cache); cache_opts.ram_bytes > 0)
+        conversation.prefix_cache_open(cache_opts, engine);
     std::vector<text::ChatMessage> messages;
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", a.prompt});
@@ -87,15 +108,17 @@ void run_text(const RunArgs& a) {
     const int limit = tokens_in_context(a, engine, ids.size());
     header_print(engine);
     Sampler sampler(a.sampler);
-    const GenerateResult r = conversation.generate(ids, a.chat, GenerateOptions{limit, {}, a.ignore_eos},
-                                                   sampler, [](const std::string& piece) {
-                                                       fmt::print("{}", piece);
-                                                       std::fflush(stdout);
-                                                       return true;
-                                                   });
+    const GenerateOptions opts{
+        limit, {}, a.ignore_eos, a.chat ? conversation.text().chat_system_tokens(messages, ids) : 0};
+    const GenerateResult r = conversation.generate(ids, a.chat, opts, sampler, [](const std::string& piece) {
+        fmt::print("{}", piece);
+        std::fflush(stdout);
+        return true;
+    });
     fmt::print("\n");
     std::fflush(stdout);  // the text ends before the statistics on stderr begin, also through a pipe
     speed_print(engine, conversation.session().last_stats());
+    prefix_cache_print(conversation.prefix_cache());
     stats_print(engine);
     context_note(a, engine, ids.size(), static_cast<size_t>(r.completion_tokens), limit);
 }
@@ -115,6 +138,7 @@ void cmd_run_add(CLI::App& app) {
     cmd->add_flag("--ignore-eos", args->ignore_eos, "Do not stop at end-of-sequence tokens");
     cmd->add_flag("--chat", args->chat, "Render the prompt as a user turn with the model's chat template");
     cmd->add_option("--system", args->system, "With --chat: a system message");
+    prefix_cache_flags_add(*cmd, args->prefix_cache);
     cmd->callback([args] {
         const RunArgs& a = *args;
         check(a.prompt.empty() != a.ids.empty(), "run: give either a prompt text or --ids");

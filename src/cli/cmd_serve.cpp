@@ -21,6 +21,7 @@ struct ServeArgs {
     server::ServerOptions server;  // address, key, limits
     double max_body_mb = 8;        // --max-body-mb, converted into server.max_body_bytes
     size_t parallel = 0;           // --parallel; 0: from the memory plan (server::parallel_default)
+    PrefixCacheArgs prefix_cache;  // --prefix-cache-gb, --cache-dir, converted into server.prefix_cache
 };
 
 constexpr double kBytesPerMB = 1 << 20;
@@ -45,12 +46,14 @@ void serve(ServeArgs& a) {
           a.server.port);
     a.server.max_body_bytes = static_cast<size_t>(a.max_body_mb * kBytesPerMB);
     check(a.server.prefill_chunk >= 1, "--prefill-chunk must be >= 1, got {}", a.server.prefill_chunk);
+    a.server.prefix_cache = prefix_cache_options(a.prefix_cache);
     Engine engine(a.engine);
     const ModelSummary& m = engine.model().summary();
     // What RAM holds for the requests' caches once the resident weights and the expert budget are in.
     const uint64_t ram =
         static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t taken = m.dense_held_bytes + static_cast<uint64_t>(a.engine.ram_gb * kBytesPerGB);
+    const uint64_t taken = m.dense_held_bytes + static_cast<uint64_t>(a.engine.ram_gb * kBytesPerGB) +
+                           a.server.prefix_cache.ram_bytes;
     a.server.parallel =
         a.parallel > 0 ? a.parallel : server::parallel_default(m, ram > taken ? ram - taken : 0);
     server::Server server(engine, a.server);
@@ -125,6 +128,7 @@ void cmd_serve_add(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--model-name", args->server.model_id,
                     "The model's name in the API (default: the model directory's name)");
+    prefix_cache_flags_add(*cmd, args->prefix_cache);
     cmd->callback([args] { serve(*args); });
 }
 

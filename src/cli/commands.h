@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/engine.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 
 namespace coli {
@@ -24,6 +25,16 @@ void backend_flags_add(CLI::App& cmd, std::map<std::string, std::string>& values
 // The bundled demo model: $COLI_MODEL if set, else models/demo in a folder above the binary (the repository
 // of a build), else share/colibri/models/demo there (an installed coli).
 std::filesystem::path default_model_dir();
+
+// A prefix cache's flags as given, checked and converted by prefix_cache_options.
+struct PrefixCacheArgs {
+    double gb = 0;    // --prefix-cache-gb: RAM budget of the cached states, GB; 0 = off
+    std::string dir;  // --cache-dir: where entries are also kept across restarts; "" = RAM only
+};
+// --prefix-cache-gb, --cache-dir.
+void prefix_cache_flags_add(CLI::App& cmd, PrefixCacheArgs& args);
+// Checks the flags (--cache-dir needs a budget) and converts them.
+PrefixCacheOptions prefix_cache_options(const PrefixCacheArgs& args);
 
 // --temperature, --top-k, --top-p, --seed.
 void sampler_flags_add(CLI::App& cmd, SamplerOptions& opts);

@@ -28,6 +28,22 @@ std::filesystem::path default_model_dir() {
     return kDemoModelPath;
 }
 
+void prefix_cache_flags_add(CLI::App& cmd, PrefixCacheArgs& args) {
+    cmd.add_option("--prefix-cache-gb", args.gb,
+                   "RAM for the states of prompts and their shared prefixes (a long system message), "
+                   "restored for later prompts that start alike, GB (0 = off)")
+        ->capture_default_str();
+    cmd.add_option("--cache-dir", args.dir,
+                   "Keep the prefix cache's entries in this directory too, and read them back at start "
+                   "(needs --prefix-cache-gb)");
+}
+
+PrefixCacheOptions prefix_cache_options(const PrefixCacheArgs& args) {
+    check(args.gb >= 0, "--prefix-cache-gb must be >= 0, got {}", args.gb);
+    check(args.dir.empty() || args.gb > 0, "--cache-dir needs --prefix-cache-gb (the RAM the entries take)");
+    return {.ram_bytes = static_cast<uint64_t>(args.gb * kBytesPerGB), .dir = args.dir};
+}
+
 void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
     auto* model = cmd.add_option("--model,-m", o.model_dir,
                                  "Model directory (config.json + safetensors), or a Hugging Face repo id "

@@ -37,6 +37,13 @@ class DeepseekState final : public ModelState {
 public:
     std::vector<KvCache> kv;    // one per layer: latents and rope keys
     std::vector<Tensor> index;  // DSA: one per full-indexer layer (empty otherwise): indexer keys
+
+    std::vector<StateTensor> tensors() override {
+        std::vector<StateTensor> t;
+        for (KvCache& c : kv) t.insert(t.end(), {{&c.k, 1}, {&c.v, 1}});
+        for (Tensor& keys : index) t.push_back({&keys, 1});
+        return t;
+    }
 };
 
 class DeepseekV3 final : public Decoder {

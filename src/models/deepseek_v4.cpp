@@ -83,11 +83,25 @@ struct V4LayerCache {
     Tensor state_kv, state_gate;  // [series ratio, series hd]: the compressor's raw rows
     Tensor index_keys;            // CSA: [ctx / ratio, dI]
     Tensor index_kv, index_gate;  // CSA: [2 ratio, 2 dI]: the indexer compressor's raw rows
+    int64_t ratio = 0;            // positions per entry (0: sliding layer)
 };
 
 class V4State final : public ModelState {
 public:
     std::vector<V4LayerCache> layers;
+
+    std::vector<StateTensor> tensors() override {
+        std::vector<StateTensor> t;
+        for (V4LayerCache& c : layers)
+            t.insert(t.end(), {{&c.ring, 0},
+                               {&c.entries, c.ratio},
+                               {&c.state_kv, 0},
+                               {&c.state_gate, 0},
+                               {&c.index_keys, c.ratio},
+                               {&c.index_kv, 0},
+                               {&c.index_gate, 0}});
+        return t;
+    }
 };
 
 class DeepseekV4 final : public Decoder {
@@ -138,6 +152,7 @@ public:
             c.ring = ops_.tensor(ring_rows(), hd);
             if (cfg_.compressed(l)) {
                 const int r = cfg_.ratio[l], series = cfg_.series(l);
+                c.ratio = r;
                 c.entries = ops_.tensor(entry_rows(l), hd);
                 c.state_kv = ops_.tensor(int64_t(series) * r, int64_t(series) * hd);
                 c.state_gate = ops_.tensor(int64_t(series) * r, int64_t(series) * hd);

@@ -46,6 +46,14 @@ public:
     std::vector<KvCache> kv;                     // MLA layers: latents and rope keys (else empty)
     std::vector<Tensor> conv_q, conv_k, conv_v;  // KDA layers: the last K - 1 projections [K - 1, P]
     std::vector<Tensor> kda;                     // KDA layers: recurrent state [P, head_dim]
+
+    std::vector<StateTensor> tensors() override {
+        std::vector<StateTensor> t;
+        for (KvCache& c : kv) t.insert(t.end(), {{&c.k, 1}, {&c.v, 1}});
+        for (auto* states : {&conv_q, &conv_k, &conv_v, &kda})
+            for (Tensor& s : *states) t.push_back({&s, 0});
+        return t;
+    }
 };
 
 class Kimi final : public Decoder {

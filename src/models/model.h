@@ -36,10 +36,22 @@ struct ModelSummary {
     int64_t max_ctx = 0;
 };
 
+// One tensor of a model's state and how its rows follow the positions, so that one piece of code
+// (runtime/state_snapshot.h) copies any family's state at n_past tokens and writes it back.
+struct StateTensor {
+    Tensor* tensor = nullptr;  // the state's tensor, written in place when a snapshot is restored
+    // Positions per row: 1 for a KV cache (row p holds position p, so rows [0, n_past) are filled), r for
+    // entries closed once per r positions (rows [0, n_past / r)); 0 when any row may hold something
+    // whatever n_past (recurrent states, convolution histories, rings indexed by position modulo rows).
+    int64_t positions_per_row = 0;
+};
+
 // The per-conversation state of a model: caches and the number of tokens already seen.
 class ModelState {
 public:
     virtual ~ModelState() = default;
+    // Every tensor the state holds, in a fixed order (a layer without one may list an empty tensor).
+    virtual std::vector<StateTensor> tensors() = 0;
     int64_t n_past = 0;  // tokens already processed (the position of the next token)
 };
 

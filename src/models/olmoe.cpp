@@ -61,6 +61,12 @@ struct OlmoeLayerWeights {
 class OlmoeState final : public ModelState {
 public:
     std::vector<KvCache> kv;  // one per layer
+
+    std::vector<StateTensor> tensors() override {
+        std::vector<StateTensor> t;
+        for (KvCache& c : kv) t.insert(t.end(), {{&c.k, 1}, {&c.v, 1}});
+        return t;
+    }
 };
 
 class Olmoe final : public Decoder {

@@ -27,6 +27,10 @@ void Conversation::system_set(const std::string& text) {
         messages_.insert(messages_.begin(), {"system", text});
 }
 
+void Conversation::prefix_cache_open(const PrefixCacheOptions& opts, Engine& engine) {
+    prefix_cache_ = std::make_unique<PrefixCache>(opts, prefix_cache_fingerprint(engine, session_.state()));
+}
+
 GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat, const GenerateOptions& opts,
                                       Sampler& sampler,
                                       const std::function<bool(const std::string&)>& on_text) {
@@ -40,15 +44,32 @@ GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat
         cached_.clear();
         common = 0;
     }
+    size_t reused = common;
+    if (prefix_cache_) {
+        try {
+            const PrefixFill fill =
+                prefix_cache_->prefill(session_, ids, static_cast<int64_t>(common), opts.keep_prefix);
+            common = static_cast<size_t>(fill.held);
+            reused = static_cast<size_t>(fill.reused);
+        } catch (...) {
+            session_.reset();  // the state may hold part of a prefix: it no longer matches cached_
+            cached_.clear();
+            throw;
+        }
+        cached_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(common));
+    }
     GenerateResult result;
     result.prompt_tokens = static_cast<int64_t>(ids.size());
-    result.cached_tokens = static_cast<int64_t>(common);
+    result.cached_tokens = static_cast<int64_t>(reused);
     ReplyText reply(text_.tokenizer(), text_.end_ids(chat, opts.ignore_eos), opts.stop, on_text);
     const std::span<const int32_t> fresh(ids.data() + common, ids.size() - common);
     std::vector<int32_t> out;
     try {
-        out = session_.generate(fresh, opts.max_tokens, sampler, {},
-                                [&](int32_t id) { return reply.push(id); });
+        out = session_.generate(
+            fresh, opts.max_tokens, sampler, {}, [&](int32_t id) { return reply.push(id); },
+            [&] {
+                if (prefix_cache_) prefix_cache_->insert(session_, ids);
+            });
     } catch (...) {
         session_.reset();  // the cache may hold part of this prompt: it no longer matches cached_
         cached_.clear();

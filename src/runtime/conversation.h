@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/model_text.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/reply_text.h"
 #include "runtime/session.h"
 #include "text/chat_template.h"
@@ -37,11 +38,11 @@ public:
                      const std::function<bool(const std::string&)>& on_text);
 
     // Continues ids (from text().prompt_ids, or text().chat_ids when chat is true: end-of-turn tokens stop
-    // it too),
-    // feeding only what follows the longest prefix already in the cache. on_text is called once for each
-    // generated token but the end token, with the text that became final (possibly empty; stop strings are
-    // held back until settled), and once more if text remains at the end; it may return false to cancel.
-    // On an error the cache is dropped, never left stale.
+    // it too), feeding only what follows the longest prefix already in the cache (the session's, or the
+    // prefix cache's when opened, which keeps the state at the prompt's end and at opts.keep_prefix).
+    // on_text is called once for each generated token but the end token, with the text that became final
+    // (possibly empty; stop strings are held back until settled), and once more if text remains at the end;
+    // it may return false to cancel. On an error the cache is dropped, never left stale.
     GenerateResult generate(const std::vector<int32_t>& ids, bool chat, const GenerateOptions& opts,
                             Sampler& sampler, const std::function<bool(const std::string&)>& on_text);
 
@@ -51,11 +52,17 @@ public:
     // The tokenizer, chat template and prompts (model_text.h): never changed after construction.
     const ModelText& text() const { return text_; }
 
+    // Keeps the states of prompts and their shared prefixes in a prefix cache (runtime/prefix_cache.h) and
+    // restores them for later prompts that start alike; with opts.dir, reads back the entries kept there.
+    void prefix_cache_open(const PrefixCacheOptions& opts, Engine& engine);
+    const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }  // null when not opened
+
 private:
     Session session_;
     ModelText text_;
     std::vector<text::ChatMessage> messages_;
     std::vector<int32_t> cached_;  // the tokens whose keys and values are in the session's cache
+    std::unique_ptr<PrefixCache> prefix_cache_;  // null: states are not kept beyond cached_
 };
 
 }  // namespace coli

@@ -1,5 +1,7 @@
 #include "runtime/model_text.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "runtime/session.h"
 
@@ -33,6 +35,19 @@ std::vector<int32_t> ModelText::chat_ids(const std::vector<text::ChatMessage>& m
     check(template_ != nullptr, "this conversation was opened without a chat template");
     // Special tokens in the rendered prompt are meant as tokens; the template already adds BOS if needed.
     return tokenizer_->encode(template_->render(messages, true), false);
+}
+
+int64_t ModelText::chat_system_tokens(const std::vector<text::ChatMessage>& messages,
+                                      const std::vector<int32_t>& ids) const {
+    if (!template_ || messages.empty() || messages.front().role != "system") return 0;
+    std::vector<int32_t> system;
+    try {
+        system = tokenizer_->encode(template_->render({messages.front()}, false), false);
+    } catch (const Error&) {  // a template that wants more than a system message: no boundary
+        return 0;
+    }
+    const bool prefix = system.size() < ids.size() && std::equal(system.begin(), system.end(), ids.begin());
+    return prefix ? static_cast<int64_t>(system.size()) : 0;
 }
 
 std::vector<int32_t> ModelText::end_ids(bool chat, bool ignore_eos) const {

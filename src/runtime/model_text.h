@@ -22,6 +22,12 @@ public:
     std::vector<int32_t> prompt_ids(const std::string& text) const;
     // The ids of a chat rendered with the template, ready for the assistant's reply.
     std::vector<int32_t> chat_ids(const std::vector<text::ChatMessage>& messages) const;
+    // How many of ids (chat_ids(messages)) the chat's leading system message renders to by itself, where
+    // those are a prefix of ids: what requests with the same system message share. 0 when the chat has
+    // no system message or its render is no prefix of ids (the template or the tokenizer joins it to what
+    // follows).
+    int64_t chat_system_tokens(const std::vector<text::ChatMessage>& messages,
+                               const std::vector<int32_t>& ids) const;
     // The ids that end a generation: the model's end-of-sequence ids, and for a chat reply the template's
     // end-of-turn tokens too; none with ignore_eos.
     std::vector<int32_t> end_ids(bool chat, bool ignore_eos) const;

@@ -209,6 +209,13 @@ std::vector<OpCall> record(const std::string& family, const nlohmann::json& conf
         model->forward(std::span(ids).first(kRecordDecode), *state, false);
         out.add(kRecordDecode, calls);
     }
+    // A step of the server's continuous batching (nn/batch.h): this sequence's next token beside another's.
+    const std::unique_ptr<ModelState> other = model->state_new();
+    const SequenceStep batch[] = {{std::span(ids).first(kRecordDecode), state.get()},
+                                  {std::span(ids).first(kRecordDecode), other.get()}};
+    calls.clear();
+    model->forward_batch(batch);
+    out.add(2 * kRecordDecode, calls);
     ops.record_to(nullptr);
     return out.take();
 }

@@ -26,6 +26,9 @@ struct GenerateOptions {
     int max_tokens = 0;             // most tokens to generate
     std::vector<std::string> stop;  // stop strings: the text ends just before the first one
     bool ignore_eos = false;        // keep going past end-of-turn tokens (benchmarks, load tests)
+    // A prefix of the prompt worth a prefix-cache entry of its own, where later prompts are expected to
+    // share it (the system message: ModelText::chat_system_tokens); 0: none.
+    int64_t keep_prefix = 0;
 };
 
 // What one generate() call produced.

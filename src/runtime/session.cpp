@@ -10,19 +10,43 @@ namespace coli {
 Session::Session(Model& model) : model_(model), state_(model.state_new()) {}
 
 void Session::reset() {
-    state_ = model_.state_new();
+    stale_ = true;
+}
+
+ModelState& Session::state() {
+    if (stale_) state_ = model_.state_new();
+    stale_ = false;
+    return *state_;
+}
+
+StateSnapshot Session::snapshot() {
+    return state_snapshot(model_.ops(), state());
+}
+
+void Session::restore(const StateSnapshot& s) {
+    // Into the tensors there are, stale or not: every row the snapshot holds is written, and a forward reads
+    // no other row before writing it, so a new state's allocation and zero fill (page faults, mostly) are
+    // saved.
+    try {
+        state_restore(model_.ops(), s, *state_);
+        stale_ = false;
+    } catch (...) {
+        reset();  // never a state holding part of a snapshot
+        throw;
+    }
 }
 
 std::vector<float> Session::forward(std::span<const int32_t> ids, bool all_logits) {
     check(!ids.empty(), "no input tokens");
     ids_check(ids, model_.summary().vocab);
-    Tensor logits = model_.forward(ids, *state_, all_logits);
+    Tensor logits = model_.forward(ids, state(), all_logits);
     return model_.ops().read(logits);
 }
 
 std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_tokens, Sampler& sampler,
                                        std::span<const int32_t> stop_ids,
-                                       const std::function<bool(int32_t)>& on_token) {
+                                       const std::function<bool(int32_t)>& on_token,
+                                       const std::function<void()>& on_prefilled) {
     stats_ = {};
     std::vector<int32_t> out;
     if (max_tokens <= 0) return out;
@@ -32,6 +56,7 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
     stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
     stats_.prompt_seconds = timer.seconds();
     stats_.prompt_expert_bytes = model_.store().stats().bytes_read - bytes_before;
+    if (on_prefilled) on_prefilled();
     timer.reset();
     for (;;) {
         const int32_t token = sampler.sample(logits);

@@ -9,6 +9,7 @@
 
 #include "models/model.h"
 #include "runtime/sampler.h"
+#include "runtime/state_snapshot.h"
 
 namespace coli {
 
@@ -29,20 +30,27 @@ public:
     // else [vocab] for the last position.
     std::vector<float> forward(std::span<const int32_t> ids, bool all_logits);
 
-    // Feeds the prompt, then samples up to max_tokens tokens, stopping after a stop id. on_token sees
-    // each token as it is chosen and may return false to stop. Returns the generated ids.
+    // Feeds the prompt, then samples up to max_tokens tokens, stopping after a stop id. on_prefilled is
+    // called once the prompt is in the state, before the first token is chosen (the prefix cache copies
+    // the state there); on_token sees each token as it is chosen and may return false to stop. Returns the
+    // generated ids.
     std::vector<int32_t> generate(std::span<const int32_t> prompt, int max_tokens, Sampler& sampler,
                                   std::span<const int32_t> stop_ids,
-                                  const std::function<bool(int32_t)>& on_token = {});
+                                  const std::function<bool(int32_t)>& on_token = {},
+                                  const std::function<void()>& on_prefilled = {});
 
-    void reset();  // forget the conversation
-    int64_t n_past() const { return state_->n_past; }
+    void reset();                          // forget the conversation (a new state when next used)
+    StateSnapshot snapshot();              // the state as it is now, on the host
+    void restore(const StateSnapshot& s);  // a fresh state holding s (throws when s does not fit)
+    int64_t n_past() const { return stale_ ? 0 : state_->n_past; }
+    ModelState& state();  // the state, a new one after reset()
     const GenerationStats& last_stats() const { return stats_; }
     Model& model() { return model_; }
 
 private:
     Model& model_;
     std::unique_ptr<ModelState> state_;
+    bool stale_ = false;  // reset() was asked: state_ is replaced when next used, unless restore() fills it
     GenerationStats stats_;
 };
 

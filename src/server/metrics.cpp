@@ -130,9 +130,10 @@ std::string Metrics::prometheus_text() const {
     metric_add(out, "coli_generations_cancelled_total", "counter",
                "Generations stopped because the client disconnected.", cancelled_);
     metric_add(out, "coli_prompt_tokens_total", "counter", "Prompt tokens of all requests.", prompt_tokens_);
-    metric_add(out, "coli_prompt_tokens_cached_total", "counter",
-               "Prompt tokens whose KV cache entries were reused from the previous request.",
-               cached_prompt_tokens_);
+    metric_add(
+        out, "coli_prompt_tokens_cached_total", "counter",
+        "Prompt tokens whose cache entries were reused (the previous request's, or the prefix cache's).",
+        cached_prompt_tokens_);
     metric_add(out, "coli_generated_tokens_total", "counter", "Tokens generated.", generated_tokens_);
     metric_add(out, "coli_generation_seconds_total", "counter",
                "Time spent in forward passes (prompts and decoding).", decode_seconds_);
@@ -159,6 +160,26 @@ std::string Metrics::prometheus_text() const {
     const std::string slow_help =
         fmt::format("Expert reads that took longer than {} s: a stalling disk.", kSlowReadSeconds);
     metric_add(out, "coli_expert_slow_reads_total", "counter", slow_help.c_str(), s.slow_reads);
+
+    const PrefixCacheStats& p = engine_.prefix_cache;
+    metric_add(out, "coli_prefix_cache_hits_total", "counter",
+               "Prompts that restored the state of a cached prefix.", p.hits);
+    metric_add(out, "coli_prefix_cache_misses_total", "counter",
+               "Prompts that found no cached prefix to restore (prefix cache on).", p.misses);
+    metric_add(out, "coli_prefix_cache_reused_tokens_total", "counter",
+               "Prompt tokens restored from the prefix cache instead of computed.", p.tokens_reused);
+    metric_add(out, "coli_prefix_cache_restored_bytes_total", "counter",
+               "Bytes of cached states written back for prompts.", p.bytes_restored);
+    metric_add(out, "coli_prefix_cache_entries", "gauge", "Prefix states held now.", p.entries);
+    metric_add(out, "coli_prefix_cache_bytes", "gauge", "Bytes of the prefix states held now.", p.bytes_held);
+    metric_add(out, "coli_prefix_budget_bytes", "gauge", "RAM budget of the prefix cache (0 = off).",
+               info_.prefix_budget);
+    metric_add(out, "coli_prefix_cache_evictions_total", "counter",
+               "Prefix states dropped to stay within the budget.", p.evictions);
+    metric_add(out, "coli_prefix_cache_files_loaded_total", "counter",
+               "Prefix states read back from --cache-dir at start.", p.files_loaded);
+    metric_add(out, "coli_prefix_cache_files_refused_total", "counter",
+               "Files in --cache-dir refused at start (another model or format, damaged).", p.files_refused);
 
     const OpCounters& c = engine_.ops;
     family_add(out, "coli_ops_total", "counter",
@@ -244,6 +265,14 @@ std::string Metrics::status_json() const {
           {"ram_budget_bytes", info_.ram_budget},
           {"pinned", s.pinned_experts},
           {"total_bytes", info_.expert_bytes}}},
+        {"prefix_cache",
+         {{"hits", engine_.prefix_cache.hits},
+          {"misses", engine_.prefix_cache.misses},
+          {"reused_tokens", engine_.prefix_cache.tokens_reused},
+          {"restored_bytes", engine_.prefix_cache.bytes_restored},
+          {"entries", engine_.prefix_cache.entries},
+          {"bytes", engine_.prefix_cache.bytes_held},
+          {"budget_bytes", info_.prefix_budget}}},
         {"ops", ops},
         {"host_steps", engine_.ops.total_host_steps()},
         {"fallbacks",

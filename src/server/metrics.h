@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backend/ops.h"
+#include "runtime/prefix_cache.h"
 #include "store/expert_store.h"
 
 namespace coli::server {
@@ -26,6 +27,7 @@ struct ServerInfo {
     std::string backend_detail;   // the backend's one-line description
     std::string fallback_target;  // where declined ops run ("cpu"), or "" when the backend is the CPU
     uint64_t ram_budget = 0;      // expert RAM budget in bytes; 0 = unlimited
+    uint64_t prefix_budget = 0;   // the prefix cache's RAM budget in bytes; 0 = off
     uint64_t expert_bytes = 0;    // all routed experts on disk
     int64_t max_ctx = 0;          // context length
     size_t queue_limit = 0;       // most requests waiting
@@ -33,9 +35,10 @@ struct ServerInfo {
 
 // The engine's counters as copied by the worker.
 struct EngineSnapshot {
-    OpCounters ops;             // per-op native / fallback counts
-    StoreStats store;           // expert hits, misses, bytes read, cache
-    std::string backend_stats;  // the backend's placement line (device tier), or ""
+    OpCounters ops;                 // per-op native / fallback counts
+    StoreStats store;               // expert hits, misses, bytes read, cache
+    std::string backend_stats;      // the backend's placement line (device tier), or ""
+    PrefixCacheStats prefix_cache;  // states of shared prompt prefixes (all 0 when it is off)
 };
 
 class Metrics {

@@ -104,7 +104,7 @@ struct Server::Impl {
     Impl(Engine& engine, ServerOptions o)
         : opts(std::move(o)),
           metrics(info_make(engine, opts)),
-          worker(engine, metrics, {opts.queue_limit, opts.parallel, opts.prefill_chunk}),
+          worker(engine, metrics, {opts.queue_limit, opts.parallel, opts.prefill_chunk, opts.prefix_cache}),
           limits{engine.model().summary().max_ctx},
           created(static_cast<int64_t>(std::time(nullptr))) {
         routes_add();
@@ -121,6 +121,7 @@ struct Server::Impl {
                 .backend_detail = engine.backend().description(),
                 .fallback_target = backend == "cpu" ? "" : "cpu",
                 .ram_budget = static_cast<uint64_t>(engine.options().ram_gb * kBytesPerGB),
+                .prefix_budget = o.prefix_cache.ram_bytes,
                 .expert_bytes = m.expert_bytes,
                 .max_ctx = m.max_ctx,
                 .queue_limit = o.queue_limit};

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/engine.h"
+#include "runtime/prefix_cache.h"
 
 namespace coli::server {
 
@@ -21,6 +22,7 @@ struct ServerOptions {
     int64_t prefill_chunk = 256;      // most prompt tokens a joining request feeds per step
     size_t max_body_bytes = 8 << 20;  // larger request bodies get 413
     std::string model_id;             // the name clients use; "" = the model directory's name
+    PrefixCacheOptions prefix_cache;  // states of shared prompt prefixes kept (off by default)
 };
 
 class Server {

@@ -88,6 +88,8 @@ struct Worker::Sequence {
     ReplyText reply;                // tokens -> text, stops, finish reason
     std::vector<int32_t> out;       // generated tokens
     std::vector<int32_t> input;     // what this step feeds (empty: waits for its turn to feed a chunk)
+    int64_t boundary = 0;           // the prefix cache's point of its own in the prompt (system message)
+    size_t keep_at = 0;             // this step's chunk ends where the prefix cache keeps the state; 0: not
     bool done = false;              // finished after this step's token
     Clock::time_point first_token;  // when the first token was sampled (decode speed)
 
@@ -105,6 +107,11 @@ Worker::Worker(Engine& engine, Metrics& metrics, const WorkerOptions& opts)
         text_ = std::make_unique<ModelText>(engine.checkpoint(), false);
     }
     for (size_t i = 0; i < opts.parallel; ++i) slots_.push_back(std::make_unique<Slot>());
+    if (opts.prefix_cache.ram_bytes > 0) {
+        slots_.front()->state = engine.model().state_new();  // the fingerprint reads a state's layout
+        prefix_cache_ = std::make_unique<PrefixCache>(
+            opts.prefix_cache, prefix_cache_fingerprint(engine, *slots_.front()->state));
+    }
     engine_snapshot();
     thread_ = std::thread([this] { loop(); });
 }
@@ -233,11 +240,22 @@ bool Worker::admit(std::shared_ptr<Job> job) {
         }
     }
     check(slot != nullptr, "no free slot for an admitted job");
-    if (reuse == 0) {
+    // A prefix-cache entry longer than what the slot holds is written into the slot's tensors as they are
+    // (a forward reads no row past it before writing it); a slot that then holds nothing starts over.
+    bool fresh = false;
+    if (prefix_cache_ && !slot->state) {
         slot->state = engine_.model().state_new();
+        fresh = true;
+    }
+    if (prefix_cache_)
+        reuse = static_cast<size_t>(
+            prefix_cache_->restore(engine_.ops(), *slot->state, ids, static_cast<int64_t>(reuse)));
+    if (reuse == 0) {
+        if (!fresh) slot->state = engine_.model().state_new();
         slot->cached.clear();
     }
     slot->busy = true;
+    const int64_t boundary = prefix_cache_ && chat ? text_->chat_system_tokens(r.messages, ids) : 0;
 
     SamplerOptions sampling = r.sampler;
     if (!r.seed_given) sampling.seed = seeds_();
@@ -249,6 +267,7 @@ bool Worker::admit(std::shared_ptr<Job> job) {
     sequences_.push_back(std::make_unique<Sequence>(
         job, slot, std::move(ids), reuse, max_tokens, Sampler(sampling),
         ReplyText(text_->tokenizer(), text_->end_ids(chat, r.ignore_eos), r.stop, on_text)));
+    sequences_.back()->boundary = boundary;
     {
         std::lock_guard lock(mu_);
         running_.push_back(job);
@@ -274,8 +293,13 @@ void Worker::step() {
         if (!s->prefilling()) {
             s->input = {s->out.back()};
         } else {
-            const auto n = static_cast<int64_t>(
+            auto n = static_cast<int64_t>(
                 std::min<size_t>(s->ids.size() - s->fed, static_cast<size_t>(opts_.prefill_chunk)));
+            // A chunk ends where the prefix cache keeps the state (the system message's end, say).
+            s->keep_at = prefix_cache_ ? static_cast<size_t>(prefix_cache_->next_keep(
+                                             s->ids, static_cast<int64_t>(s->fed), s->boundary))
+                                       : 0;
+            if (s->keep_at > 0) n = std::min(n, static_cast<int64_t>(s->keep_at - s->fed));
             if (prompt_rows > 0 && prompt_rows + n > opts_.prefill_chunk) continue;
             s->input.assign(s->ids.begin() + s->fed, s->ids.begin() + s->fed + n);
             prompt_rows += n;
@@ -293,6 +317,9 @@ void Worker::step() {
             Sequence& s = *members[i];
             if (s.prefilling()) {
                 s.fed += s.input.size();
+                // The state at a kept point or at the prompt's end, before the first token.
+                if (prefix_cache_ && (s.fed == s.keep_at || !s.prefilling()))
+                    prefix_cache_->insert(engine_.ops(), *s.slot->state, std::span(s.ids).first(s.fed));
                 if (s.prefilling()) continue;  // more chunks to come: these logits are not the last row's
             }
             sample(s, std::span<const float>(logits).subspan(i * vocab, vocab));
@@ -337,6 +364,7 @@ void Worker::finish(Sequence& s) {
         api_name(s.job->request().api), result.completion_tokens, result.prompt_tokens, result.cached_tokens,
         static_cast<double>(s.out.size() > 1 ? s.out.size() - 1 : 0) / std::max(decode_seconds, kMinSeconds),
         finish_name(result.finish));
+    engine_snapshot();  // /metrics counts this request by the time its client has the answer
     s.job->finish(std::move(result));
     std::lock_guard lock(mu_);
     std::erase(running_, s.job);
@@ -358,8 +386,9 @@ void Worker::fail_all(const std::string& why) {
 }
 
 void Worker::engine_snapshot() {
-    metrics_.engine_set(
-        {engine_.ops().counters(), engine_.model().store().stats(), engine_.ops().backend().stats()});
+    metrics_.engine_set({engine_.ops().counters(), engine_.model().store().stats(),
+                         engine_.ops().backend().stats(),
+                         prefix_cache_ ? prefix_cache_->stats() : PrefixCacheStats{}});
 }
 
 }  // namespace coli::server

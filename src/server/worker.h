@@ -21,6 +21,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/model_text.h"
+#include "runtime/prefix_cache.h"
 #include "server/job.h"
 #include "server/metrics.h"
 
@@ -29,7 +30,8 @@ namespace coli::server {
 struct WorkerOptions {
     size_t queue_limit = 16;      // most jobs waiting
     size_t parallel = 1;          // most jobs generating at once
-    int64_t prefill_chunk = 256;  // most prompt tokens fed per step (a job's chunks are this long)
+    int64_t prefill_chunk = 256;  // most prompt tokens fed per step (a job's chunks are this long at most)
+    PrefixCacheOptions prefix_cache;  // states of shared prompt prefixes kept across requests (off: budget 0)
 };
 
 // Requests that generate at once when --parallel is not given: as many as this, or fewer where the memory
@@ -78,6 +80,7 @@ private:
     std::mt19937_64 seeds_;                             // seeds for requests that give none
     std::vector<std::unique_ptr<Slot>> slots_;          // `parallel` of them; states made on first use
     std::vector<std::unique_ptr<Sequence>> sequences_;  // running, oldest first (this thread only)
+    std::unique_ptr<PrefixCache> prefix_cache_;         // null when off (this thread only)
 
     mutable std::mutex mu_;                      // guards the queue, running_ and stopping_
     std::condition_variable cv_;                 // wakes the thread for a job or stop()

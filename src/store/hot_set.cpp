@@ -1,18 +1,13 @@
 #include "store/hot_set.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "io/file.h"
+#include "io/atomic_write.h"
 #include "io/json.h"
 
 namespace coli {
@@ -84,12 +79,11 @@ bool RoutingHistory::load(const std::filesystem::path& path) {
     return true;
 }
 
-void RoutingHistory::save_failed(const std::filesystem::path& where, const std::string& why) {
+void RoutingHistory::save_failed(const std::string& why) {
     if (!save_warned_)
-        log_warn("the routing history is not kept: cannot write {}: {} (--hot-set none turns it off)",
-                 where.string(), why);
+        log_warn("the routing history is not kept: cannot write {} (--hot-set none turns it off)", why);
     else
-        log_debug("cannot write the routing history to {}: {}", where.string(), why);
+        log_debug("cannot write the routing history to {}", why);
     save_warned_ = true;
 }
 
@@ -104,27 +98,10 @@ bool RoutingHistory::save(const std::filesystem::path& path) {
                               {"n_experts", n_experts_},     {"counts", std::move(rows)}};
     const std::string text = j.dump() + "\n";
 
-    std::error_code ec;
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec) {
-        save_failed(path.parent_path(), ec.message());
-        return false;
-    }
-    // The pid keeps two processes sharing a model from writing the same temporary file.
-    std::filesystem::path tmp = path;
-    tmp += fmt::format(".tmp.{}", ::getpid());
-    // A failed write (a full disk) leaves the older file as it was: only the temporary one is removed.
-    if (const int err = write_file_synced(tmp, text); err != 0) {
-        save_failed(tmp, std::strerror(err));
-        std::error_code ignored;
-        std::filesystem::remove(tmp, ignored);
-        return false;
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        save_failed(path, ec.message());
-        std::error_code ignored;
-        std::filesystem::remove(tmp, ignored);
+    // A failed write (a full disk) leaves the older file as it was (io/atomic_write.h).
+    if (const std::string failed = file_write_atomic(path, [&](std::ostream& f) { f << text; });
+        !failed.empty()) {
+        save_failed(failed);
         return false;
     }
     unsaved_ = 0;

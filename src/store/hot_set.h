@@ -58,7 +58,7 @@ private:
     std::vector<uint64_t> counts_;
     uint64_t unsaved_ = 0;
     bool save_warned_ = false;
-    void save_failed(const std::filesystem::path& where, const std::string& why);
+    void save_failed(const std::string& why);  // why: "<path>: <reason>"
 };
 
 }  // namespace coli

@@ -70,6 +70,10 @@ std::pair<std::string, std::set<OpKey>> forward_ops(const Recorded& r, int exper
     const std::span<const int32_t> ids(r.input_ids);
     session.forward(ids.first(r.prefill), true);
     session.forward(ids.subspan(r.prefill, 1), false);
+    // A step of the server's continuous batching: two sequences' tokens in one pass.
+    const std::unique_ptr<ModelState> a = engine.model().state_new(), b = engine.model().state_new();
+    const SequenceStep batch[] = {{ids.first(1), a.get()}, {ids.first(2), b.get()}};
+    engine.model().forward_batch(batch);
     engine.ops().record_to(nullptr);
     std::set<OpKey> ops;
     for (const OpDesc& d : calls) ops.insert(key_of(d.op, d.glu));
