@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: the CUDA backend's acceptance checks in one go (op tests, oracle fixtures, CPU vs CUDA
-# greedy ids, fault injection, benchmarks). Usage: scripts/cuda_check.sh BIN_DIR [OUT_DIR]
+# greedy ids, fault injection, benchmarks, batched sequences against alone in test_backend, DeepSeek-V4 at
+# real scale). Usage: scripts/cuda_check.sh BIN_DIR [OUT_DIR]
 #   BIN_DIR holds coli and test_backend (built with -DCOLI_CUDA=ON), and lib/ with any shared libraries
 #   they need that the machine lacks. Logs go to OUT_DIR (default: .).
 set -uo pipefail
@@ -39,4 +40,11 @@ grep -E "warning|fallbacks" "$out/fault_olmoe_gqa.err"
 
 step "benchmarks"
 "$bin/coli" test-ops --backend cuda --bench 2>&1 | sed -n '/^device:/,$p' | tee "$out/bench.txt" || status=1
+
+# DeepSeek-V4-Flash at real dimensions, 4 layers (about 14 GB of MXFP4 experts), streamed through a 4 GB
+# budget: the store and the CUDA backend at V4's real sizes (issue 25).
+step "deepseek_v4 at real scale: coli bench --backend cuda --ram-gb 4"
+v4=${TMPDIR:-/tmp}/coli_v4_synth
+[[ -d "$v4" ]] || "$bin/coli" synth --arch deepseek_v4 --layers 4 -o "$v4" >"$out/v4_synth.txt" 2>&1 || status=1
+"$bin/coli" bench --model "$v4" --backend cuda --ram-gb 4 --decode-reps 3 2>&1 | tee "$out/v4_bench.txt" || status=1
 exit $status
