@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -168,7 +169,7 @@ TEST(ServeApi, ApiKeyIsRequiredWhenSet) {
 }
 
 TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
-    ServeProcess server({"--queue", "1"});
+    ServeProcess server({"--queue", "1", "--parallel", "1"});
     constexpr int kClients = 6;
     constexpr int kLongTokens = 400;  // long enough that the others arrive while it runs
     const std::string body = json{
@@ -201,6 +202,46 @@ TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
     const auto metrics = server.client()->Get("/metrics");
     ASSERT_TRUE(metrics);
     EXPECT_EQ(metric_value(metrics->body, R"(coli_requests_total{endpoint="completions",code="429"})"), busy);
+}
+
+// A flood far beyond the queue (docs/reliability.md): every request is answered, 200 or 429, and a later
+// flood leaves the server's memory where an earlier one did (no state kept per refused or finished request).
+TEST(ServeApi, AFloodBeyondTheQueueIsAnsweredAndMemoryStaysFlat) {
+    ServeProcess server({"--queue", "2", "--parallel", "2"});
+    constexpr int kFlood = 64;
+    constexpr uint64_t kRssSlackBytes = 8 << 20;  // allocator noise, not a leak
+    const std::string body =
+        json{{"model", kDemoId}, {"prompt", "In the beginning"}, {"max_tokens", 8}}.dump();
+    const auto flood = [&] {
+        std::vector<std::future<httplib::Result>> answers;
+        for (int i = 0; i < kFlood; ++i)
+            answers.push_back(std::async(std::launch::async, [&] {
+                return server.client()->Post("/v1/completions", body, kJsonType);
+            }));
+        int ok = 0, busy = 0;
+        for (auto& f : answers) {
+            const httplib::Result r = f.get();
+            if (!r) {
+                ADD_FAILURE() << httplib::to_string(r.error());
+                continue;
+            }
+            ok += r->status == 200;
+            busy += r->status == 429;
+        }
+        EXPECT_EQ(ok + busy, kFlood) << "every request is answered, served or refused";
+        EXPECT_GE(ok, 1);
+        std::printf("flood of %d: %d served, %d refused (429)\n", kFlood, ok, busy);
+    };
+    flood();  // the first starts the HTTP threads a flood needs
+    flood();
+    const uint64_t rss_first = server.rss_bytes();
+    flood();
+    const uint64_t rss_second = server.rss_bytes();
+    std::printf("server RSS %.1f MB after the second flood, %.1f MB after the third\n", rss_first / 1e6,
+                rss_second / 1e6);
+    EXPECT_GT(rss_first, 0u);
+    EXPECT_LT(rss_second, rss_first + kRssSlackBytes) << "the server's memory grew between two floods";
+    EXPECT_EQ(server.stop(), 0) << server.err();
 }
 
 // A failing disk (docs/reliability.md; COLI_FAIL_READS fails the first expert reads): the first read fails
