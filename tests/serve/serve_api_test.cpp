@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -204,6 +205,36 @@ TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
     EXPECT_EQ(metric_value(metrics->body, R"(coli_requests_total{endpoint="completions",code="429"})"), busy);
 }
 
+// A server started with `variable`=`value` (a fault hook of io/ or store/, docs/reliability.md) beside one
+// without it, both with --ram-gb so that experts go through reads: the faulty server's first request ends
+// with an engine_error whose message holds each of `expect`, and its next gets the fault-free server's text.
+void fault_fails_one_request(const char* variable, const char* value,
+                             std::initializer_list<const char*> expect) {
+    const std::string body = greedy_completion_body(8);
+    std::string clean_text;
+    {
+        ServeProcess clean({"--ram-gb", "1"});
+        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        clean_text = json::parse(r->body)["choices"][0]["text"];
+    }
+    ::setenv(variable, value, 1);
+    ServeProcess server({"--ram-gb", "1"});
+    ::unsetenv(variable);
+    const auto failed = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(failed);
+    const json error = json::parse(failed->body, nullptr, false);
+    ASSERT_TRUE(error.contains("error")) << failed->body;
+    EXPECT_EQ(error["error"]["code"], "engine_error") << failed->body;
+    const std::string message = error["error"]["message"];
+    for (const char* e : expect) EXPECT_NE(message.find(e), std::string::npos) << message;
+    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(next);
+    ASSERT_EQ(next->status, 200) << next->body;
+    EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+}
+
 // A flood far beyond the queue (docs/reliability.md): every request is answered, 200 or 429, and a later
 // flood leaves the server's memory where an earlier one did (no state kept per refused or finished request).
 TEST(ServeApi, AFloodBeyondTheQueueIsAnsweredAndMemoryStaysFlat) {
@@ -250,47 +281,16 @@ TEST(ServeApi, AFloodBeyondTheQueueIsAnsweredAndMemoryStaysFlat) {
 // go through reads.
 TEST(ServeApi, AFailedExpertReadFailsItsRequestAndTheNextIsServed) {
     constexpr const char* kReadAttempts = "3";  // io/file.cpp: one read's attempts before it fails
-    const std::string body = json{
-        {"model", kDemoId},
-        {"prompt", "In the beginning"},
-        {"max_tokens", 8},
-        {"temperature", 0}}.dump();
-    std::string clean_text;
-    {
-        ServeProcess clean({"--ram-gb", "1"});
-        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
-        ASSERT_TRUE(r);
-        ASSERT_EQ(r->status, 200) << r->body;
-        clean_text = json::parse(r->body)["choices"][0]["text"];
-    }
-    ::setenv("COLI_FAIL_READS", kReadAttempts, 1);
-    ServeProcess server({"--ram-gb", "1"});
-    ::unsetenv("COLI_FAIL_READS");
     // The read fails after the prompt was accepted, when the answer's status (200) is already committed:
     // the body is the error object.
-    const auto failed = server.client()->Post("/v1/completions", body, kJsonType);
-    ASSERT_TRUE(failed);
-    const json error = json::parse(failed->body, nullptr, false);
-    ASSERT_TRUE(error.contains("error")) << failed->body;
-    EXPECT_EQ(error["error"]["code"], "engine_error") << failed->body;
-    const std::string message = error["error"]["message"];
-    EXPECT_NE(message.find("model.safetensors"), std::string::npos) << message;
-    EXPECT_NE(message.find("at offset"), std::string::npos) << message;
-    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
-    ASSERT_TRUE(next);
-    ASSERT_EQ(next->status, 200) << next->body;
-    EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+    fault_fails_one_request("COLI_FAIL_READS", kReadAttempts, {"model.safetensors", "at offset"});
 }
 
 // The checkpoint file changed under a running server (docs/reliability.md): written to (its modification
 // time moves) or replaced by another file of the same name. The next expert read (or bringing in of mapped
 // experts) refuses with an error naming the file, not tokens from bytes the model was not loaded with.
 TEST(ServeApi, ACheckpointChangedWhileServingIsAnErrorNamingTheFile) {
-    const std::string body = json{
-        {"model", kDemoId},
-        {"prompt", "In the beginning"},
-        {"max_tokens", 4},
-        {"temperature", 0}}.dump();
+    const std::string body = greedy_completion_body(4);
     using Change = std::function<void(const std::filesystem::path&)>;
     const Change written_to = [](const std::filesystem::path& file) {
         std::filesystem::last_write_time(file,
@@ -326,11 +326,7 @@ TEST(ServeApi, ACheckpointChangedWhileServingIsAnErrorNamingTheFile) {
 // A stalling disk (COLI_SLOW_READS delays the first expert read by more than the store's slow-read
 // threshold, 1 s): the request is answered with a clean run's text, and /metrics counts the slow read.
 TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
-    const std::string body = json{
-        {"model", kDemoId},
-        {"prompt", "In the beginning"},
-        {"max_tokens", 4},
-        {"temperature", 0}}.dump();
+    const std::string body = greedy_completion_body(4);
     std::string clean_text;
     {
         ServeProcess clean({"--ram-gb", "1"});
@@ -359,33 +355,7 @@ TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
 // allocation): that request ends with an engine_error saying so, and the next is answered with the text
 // of a server that never saw the fault.
 TEST(ServeApi, AFailedExpertAllocationFailsItsRequestAndTheNextIsServed) {
-    const std::string body = json{
-        {"model", kDemoId},
-        {"prompt", "In the beginning"},
-        {"max_tokens", 8},
-        {"temperature", 0}}.dump();
-    std::string clean_text;
-    {
-        ServeProcess clean({"--ram-gb", "1"});
-        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
-        ASSERT_TRUE(r);
-        ASSERT_EQ(r->status, 200) << r->body;
-        clean_text = json::parse(r->body)["choices"][0]["text"];
-    }
-    ::setenv("COLI_FAIL_ALLOCS", "1", 1);
-    ServeProcess server({"--ram-gb", "1"});
-    ::unsetenv("COLI_FAIL_ALLOCS");
-    const auto failed = server.client()->Post("/v1/completions", body, kJsonType);
-    ASSERT_TRUE(failed);
-    const json error = json::parse(failed->body, nullptr, false);
-    ASSERT_TRUE(error.contains("error")) << failed->body;
-    EXPECT_EQ(error["error"]["code"], "engine_error") << failed->body;
-    const std::string message = error["error"]["message"];
-    EXPECT_NE(message.find("out of memory"), std::string::npos) << message;
-    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
-    ASSERT_TRUE(next);
-    ASSERT_EQ(next->status, 200) << next->body;
-    EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+    fault_fails_one_request("COLI_FAIL_ALLOCS", "1", {"out of memory"});
 }
 
 // Headers far beyond what the HTTP layer reads (8 KB): a 400 error object, and the server goes on.

@@ -120,11 +120,7 @@ TEST(ServeConnections, IdleKeepAliveConnectionsBeyondTheOldThreadCountDoNotHoldU
 }
 
 TEST(ServeConnections, SlowClientsBeyondTheOldThreadCountDoNotHoldUpARequest) {
-    const std::string body = json{
-        {"model", kDemoId},
-        {"prompt", "In the beginning"},
-        {"max_tokens", 4},
-        {"temperature", 0}}.dump();
+    const std::string body = greedy_completion_body(4);
     ServeProcess server({"--queue", "1"});
     const auto clean = server.client()->Post("/v1/completions", body, "application/json");
     ASSERT_TRUE(clean);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -28,6 +29,13 @@ namespace coli::test {
 // The demo model the server tests serve, and its name in the API.
 inline const std::filesystem::path kDemoModel = std::filesystem::path(COLI_SOURCE_DIR) / "models/demo";
 inline constexpr const char* kDemoId = "demo";
+
+// A greedy completion of the demo model's usual prompt, as a request body.
+inline std::string greedy_completion_body(int max_tokens) {
+    return nlohmann::json{
+        {"model", kDemoId}, {"prompt", "In the beginning"}, {"max_tokens", max_tokens}, {"temperature", 0}}
+        .dump();
+}
 
 // One sample value of /metrics, by the exact text before the value ("name" or "name{labels}").
 inline double metric_value(const std::string& text, const std::string& series) {
