@@ -35,14 +35,10 @@ GenerateResult Conversation::generate(const std::vector<int32_t>& ids, bool chat
                                       Sampler& sampler,
                                       const std::function<bool(const std::string&)>& on_text) {
     check(!ids.empty(), "the prompt is empty");
-    const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), ids.begin(), ids.end());
-    size_t common = static_cast<size_t>(mismatch.first - cached_.begin());
-    // The cache cannot be rewound in general (recurrent states), so a diverging history starts over; the
-    // last prompt token is always fed again so that its logits exist.
-    if (common < cached_.size() || common == ids.size()) {
+    size_t common = reusable_prefix(cached_, ids);
+    if (common == 0) {  // a diverging history starts over
         session_.reset();
         cached_.clear();
-        common = 0;
     }
     size_t reused = common;
     if (prefix_cache_) {

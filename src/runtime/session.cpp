@@ -70,6 +70,11 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
     return out;
 }
 
+size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> ids) {
+    const bool prefix = cached.size() < ids.size() && std::equal(cached.begin(), cached.end(), ids.begin());
+    return prefix ? cached.size() : 0;
+}
+
 void ids_check(std::span<const int32_t> ids, int64_t vocab) {
     for (int32_t id : ids)
         check(id >= 0 && id < vocab, "token id {} is outside the vocabulary [0, {})", id, vocab);

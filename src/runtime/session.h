@@ -54,6 +54,11 @@ private:
     GenerationStats stats_;
 };
 
+// How many tokens of a state that holds `cached` a prompt `ids` can keep: all of them where they are a
+// prefix of ids short of its last token (whose logits must be computed), else none: a state with
+// recurrent layers cannot be rewound to a shorter prefix.
+size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> ids);
+
 // Checks that every id is inside the model's vocabulary; throws coli::Error naming the first that is not.
 void ids_check(std::span<const int32_t> ids, int64_t vocab);
 

@@ -76,7 +76,7 @@ void Metrics::step_count(size_t sequences, int64_t rows, int64_t sampled, double
     step_sequences_ += sequences;
     last_batch_ = sequences;
     last_rows_ = rows;
-    decode_seconds_ += seconds;
+    pass_seconds_ += seconds;
     window_tokens_ += sampled;
     window_seconds_ += seconds;
     if (window_seconds_ >= kRateWindowSeconds) {
@@ -86,7 +86,7 @@ void Metrics::step_count(size_t sequences, int64_t rows, int64_t sampled, double
     }
 }
 
-void Metrics::generation_end(int64_t, int64_t cached_tokens, bool cancelled) {
+void Metrics::generation_end(int64_t cached_tokens, bool cancelled) {
     std::lock_guard lock(mu_);
     cached_prompt_tokens_ += static_cast<uint64_t>(cached_tokens);
     ++generations_;
@@ -136,7 +136,7 @@ std::string Metrics::prometheus_text() const {
         cached_prompt_tokens_);
     metric_add(out, "coli_generated_tokens_total", "counter", "Tokens generated.", generated_tokens_);
     metric_add(out, "coli_generation_seconds_total", "counter",
-               "Time spent in forward passes (prompts and decoding).", decode_seconds_);
+               "Time spent in forward passes (prompts and decoding).", pass_seconds_);
     metric_add(out, "coli_tokens_per_second", "gauge",
                "Tokens generated per second of forward passes, all requests together, over the last few "
                "seconds of passes.",

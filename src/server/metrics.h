@@ -57,8 +57,9 @@ public:
     void token_count();  // one more token generated
     // One forward pass: `sequences` requests in the batch, `rows` tokens fed, `sampled` tokens generated.
     void step_count(size_t sequences, int64_t rows, int64_t sampled, double seconds);
-    // tokens: all the request generated; cached_tokens: prompt tokens whose cache entries were reused.
-    void generation_end(int64_t tokens, int64_t cached_tokens, bool cancelled);
+    // A request ended; cached_tokens: its prompt tokens whose cache entries were reused (its generated tokens
+    // were counted one by one).
+    void generation_end(int64_t cached_tokens, bool cancelled);
     void engine_set(EngineSnapshot snapshot);
 
     std::string prometheus_text() const;
@@ -79,7 +80,7 @@ private:
     uint64_t generated_tokens_ = 0;      // tokens generated, all requests
     uint64_t generations_ = 0;           // requests that generated
     uint64_t cancelled_ = 0;             // of those, stopped because the client went away
-    double decode_seconds_ = 0;          // time spent in forward passes
+    double pass_seconds_ = 0;            // time spent in forward passes
     double queue_wait_seconds_ = 0;      // time requests waited in the queue, all requests
     double last_queue_wait_ = 0;         // the last started request's wait
     uint64_t steps_ = 0;                 // forward passes

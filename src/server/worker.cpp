@@ -225,18 +225,15 @@ bool Worker::admit(std::shared_ptr<Job> job) {
         return false;
     }
 
-    // The free slot whose cache holds the longest prefix of this prompt (all it holds, and short of the
-    // last prompt token, whose logits must be computed): a recurrent state cannot be rewound.
+    // The free slot whose cache holds the longest prefix of this prompt it can keep (reusable_prefix).
     Slot* slot = nullptr;
     size_t reuse = 0;
     for (auto& candidate : slots_) {
         if (candidate->busy) continue;
-        const std::vector<int32_t>& c = candidate->cached;
-        const bool usable =
-            candidate->state && c.size() < ids.size() && std::equal(c.begin(), c.end(), ids.begin());
-        if (!slot || (usable && c.size() > reuse)) {
+        const size_t held = candidate->state ? reusable_prefix(candidate->cached, ids) : 0;
+        if (!slot || held > reuse) {
             slot = candidate.get();
-            reuse = usable ? c.size() : 0;
+            reuse = held;
         }
     }
     check(slot != nullptr, "no free slot for an admitted job");
@@ -357,7 +354,7 @@ void Worker::finish(Sequence& s) {
         slot.cached.insert(slot.cached.end(), s.out.begin(), s.out.end() - 1);
     slot.busy = false;
     const bool cancelled = result.finish == FinishReason::cancelled;
-    metrics_.generation_end(result.completion_tokens, result.cached_tokens, cancelled);
+    metrics_.generation_end(result.cached_tokens, cancelled);
     const double decode_seconds = s.out.size() > 1 ? seconds_since(s.first_token) : 0;
     log_info(
         "{}: {} tokens after a prompt of {} ({} reused from the cache), decode {:.1f} tok/s, {}",
@@ -377,7 +374,7 @@ void Worker::fail_all(const std::string& why) {
         s->slot->state.reset();
         s->slot->cached.clear();
         s->slot->busy = false;
-        metrics_.generation_end(0, 0, false);
+        metrics_.generation_end(0, false);
         s->job->fail({ErrorKind::internal, fmt::format("generation failed: {}", why), "", "engine_error"});
         std::lock_guard lock(mu_);
         std::erase(running_, s->job);
