@@ -1,8 +1,8 @@
 // Connections that hold the server's HTTP threads (docs/reliability.md): idle keep-alive connections, and
 // slow clients, each sending its request a byte a second, so that none ever finishes and none is closed by
-// the read timeout (5 s between bytes). With more of them than httplib's fixed pool had threads, a new
-// request waited for a thread (behind slow clients, for as long as they went on); the server must answer it
-// at once.
+// the read timeout (5 s between bytes). With more of them than a fixed pool of threads holds, a new request
+// would wait for a thread (behind slow clients, for as long as they go on); the server must answer it at
+// once.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -108,9 +108,9 @@ private:
     std::vector<int> fds_;
 };
 
-// The case measured by hand before (a request waited 4.9 s behind 100 idle connections). The server closes
-// idle connections after 5 s, so only the client's timeouts guard against a hang here; the slow clients
-// below are the case that fails on a fixed pool.
+// 100 idle keep-alive connections, more than a pool of --queue + 32 threads would hold: a request is still
+// served. The server closes idle connections after 5 s, so only the client's timeouts guard against a hang
+// here; the slow clients below are the case that fails on a fixed pool.
 TEST(ServeConnections, IdleKeepAliveConnectionsBeyondTheOldThreadCountDoNotHoldUpARequest) {
     ServeProcess server({"--queue", "1"});
     const IdleConnections idle(server.port());
