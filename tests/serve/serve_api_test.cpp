@@ -6,10 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <initializer_list>
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
