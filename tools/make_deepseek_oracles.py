@@ -10,6 +10,8 @@ The reference is transformers' ``DeepseekV3ForCausalLM`` on CPU in fp32 with eag
   logits     F32 [T, vocab]   full-forward logits at every prompt position
   greedy     I64 [N]          N greedy tokens by repeated full forwards (no eos)
   hidden_i   F32 [T, D]       i < L: input of decoder layer i; i = L: final RMSNorm output
+  mtp_logits F32 [T-1, vocab] (deepseek_v3_mtp) the MTP layer's draft logits for the pairs (h_i, t_{i+1}),
+                              i < T-1: h_i the last decoder layer's output (before the final norm)
 
 Variants (vocab 256, hidden 64, 4 heads, kv_lora 32, rope 16, nope 32, v 24, 16 experts in 4 groups keep 2,
 top-4, 1 shared expert, first layer dense, yarn factor 40 on an original context of 128):
@@ -19,6 +21,8 @@ top-4, 1 shared expert, first layer dense, yarn factor 40 on an original context
                      indexer heads of 32, half-split indexer rope
   glm_moe_dsa        GlmMoeDsaForCausalLM: 4 layers, indexer_types full/full/shared/full (GLM-5.2 IndexShare),
                      interleaved indexer rope, default rope theta 1e6, no group routing
+  deepseek_v3_mtp    as deepseek_v3 with a multi-token-prediction layer (num_nextn_predict_layers 1) at
+                     model.layers.3 (docs/models.md 2.5); the oracle adds mtp_logits (below)
   deepseek_v3_fp8    as deepseek_v3, stored as the hub's block-FP8 checkpoints are (docs/models.md 9.4):
                      every projection weight F8_E4M3 with a `<name>_scale_inv` F32 scale per 128 x 128
                      block (scale = block max / 448), quantization_config fp8; embeddings, norms, router and
@@ -35,6 +39,7 @@ of the forward and fails on a tie, which torch.topk would break in an order of i
 """
 
 import argparse
+import copy
 import json
 import os
 import shutil
@@ -44,6 +49,7 @@ import torch
 import transformers
 from safetensors import safe_open
 from safetensors.torch import save_file
+from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3DecoderLayer, DeepseekV3RMSNorm
 from transformers import (DeepseekV3Config, DeepseekV3ForCausalLM, DeepseekV32Config, DeepseekV32ForCausalLM,
                           GlmMoeDsaConfig, GlmMoeDsaForCausalLM)
 
@@ -81,6 +87,7 @@ TINY = dict(
 VARIANTS = {
     "deepseek_v3": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True),
     "deepseek_v3_noq": dict(q_lora_rank=None, rope_interleave=False, norm_topk_prob=False),
+    "deepseek_v3_mtp": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True),
     "deepseek_v3_fp8": dict(q_lora_rank=48, rope_interleave=True, norm_topk_prob=True),
     # DSA: index_topk 4 < the 12-token prompt, so the selection is really sparse.
     # 16 indexer heads: a key scores exactly 0 only when every head's ReLU is 0, so ties at the top-k
@@ -195,6 +202,89 @@ def rewrite_as_fp8(vdir, stored):
     return missing
 
 
+class Mtp(torch.nn.Module):
+    """DeepSeek's multi-token-prediction layer (docs/models.md 2.5) made of transformers' own decoder layer and
+    RMSNorm: h'_i = eh_proj(cat[enorm(embed(t_{i+1})), hnorm(h_i)]), one decoder layer at t_{i+1}'s position,
+    then shared_head.norm and the main model's lm_head. Its tensors are named as in the hub checkpoints
+    (model.layers.<num_hidden_layers>.*), with the copies of the embedding and head they carry."""
+
+    def __init__(self, model):
+        super().__init__()
+        cfg = model.config
+        d, layer = cfg.hidden_size, cfg.num_hidden_layers
+        self.main = model
+        self.enorm = DeepseekV3RMSNorm(d, eps=cfg.rms_norm_eps)
+        self.hnorm = DeepseekV3RMSNorm(d, eps=cfg.rms_norm_eps)
+        self.eh_proj = torch.nn.Linear(2 * d, d, bias=False)
+        self.layer = DeepseekV3DecoderLayer(cfg, layer_idx=layer)
+        self.head_norm = DeepseekV3RMSNorm(d, eps=cfg.rms_norm_eps)
+        self.prefix = f"model.layers.{layer}."
+        with torch.no_grad():
+            for n, p in self.named_parameters():
+                if n.startswith("main."):
+                    continue
+                if "norm" in n:
+                    p.uniform_(0.5, 1.5)
+                else:
+                    p.normal_(0, cfg.initializer_range)
+            for n, b in self.layer.named_buffers():
+                if n.endswith("e_score_correction_bias"):
+                    b.normal_(0, 0.1)
+
+    def last_hidden(self, ids):
+        """The last decoder layer's output (before the final norm) at every position: [T, D]."""
+        seen = {}
+        hook = self.main.model.layers[-1].register_forward_hook(
+            lambda mod, inp, out: seen.setdefault("h", out[0] if isinstance(out, tuple) else out))
+        try:
+            self.main(input_ids=ids[None], use_cache=False)
+        finally:
+            hook.remove()
+        return seen["h"][0].float()
+
+    def forward(self, ids):
+        """Draft logits for the pairs (h_i, t_{i+1}), i < T-1: [T-1, vocab]."""
+        h = self.last_hidden(ids)[:-1]
+        e = self.main.model.embed_tokens(ids[1:])
+        x = self.eh_proj(torch.cat([self.enorm(e), self.hnorm(h)], dim=-1))[None]
+        n = x.shape[1]
+        positions = torch.arange(1, n + 1)[None]
+        rope = self.main.model.rotary_emb(x, positions)
+        mask = torch.full((n, n), float("-inf")).triu(1)[None, None]
+        out = self.layer(x, attention_mask=mask, position_ids=positions, position_embeddings=rope)
+        out = out[0] if isinstance(out, tuple) else out
+        return self.main.lm_head(self.head_norm(out))[0].float()
+
+    def save(self, vdir):
+        """Rewrites the checkpoint saved in vdir with this layer added as the hub's checkpoints hold it. The
+        decoder layer goes through save_pretrained as layer num_hidden_layers of a one-layer-longer model, so
+        that its experts are written per expert by transformers' own conversion."""
+        main, tmp = self.main, vdir + "_mtp_work"
+        cfg = copy.deepcopy(main.config)
+        cfg.num_hidden_layers += 1
+        longer = type(main)(cfg).float()
+        longer.model.embed_tokens, longer.model.norm, longer.lm_head = (main.model.embed_tokens, main.model.norm,
+                                                                        main.lm_head)
+        longer.model.layers = torch.nn.ModuleList(list(main.model.layers) + [self.layer])
+        longer.save_pretrained(tmp)
+        with safe_open(os.path.join(tmp, "model.safetensors"), "pt") as f:
+            tensors = {n: f.get_tensor(n) for n in f.keys()}
+        shutil.rmtree(tmp)
+        p = self.prefix
+        for n, t in {"enorm.weight": self.enorm.weight, "hnorm.weight": self.hnorm.weight,
+                     "eh_proj.weight": self.eh_proj.weight, "shared_head.norm.weight": self.head_norm.weight,
+                     "shared_head.head.weight": main.lm_head.weight,
+                     "embed_tokens.weight": main.model.embed_tokens.weight}.items():
+            tensors[p + n] = t.detach().float().contiguous().clone()
+        save_file(tensors, os.path.join(vdir, "model.safetensors"), metadata={"format": "pt"})
+        with open(os.path.join(vdir, "config.json")) as f:
+            config = json.load(f)
+        config["num_nextn_predict_layers"] = 1
+        with open(os.path.join(vdir, "config.json"), "w") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+        print("  mtp tensors:", sorted(n for n in tensors if n.startswith(p) and ".experts." not in n))
+
+
 class TopkTies:
     """Records, for every torch topk the model calls, the gap between the k-th and the (k+1)-th largest of the
     finite (unmasked) values: 0 means a tie that torch breaks in an order of its own."""
@@ -282,6 +372,14 @@ def main():
                   f"not fp8: {missing}")
             failures += bool(missing)
         tensors = {"input_ids": ids.contiguous(), "logits": logits.contiguous(), "greedy": g}
+        if name.endswith("_mtp"):
+            mtp = Mtp(model).eval()
+            with torch.no_grad(), TopkTies() as ties:
+                tensors["mtp_logits"] = mtp(ids).contiguous()
+            print(f"  mtp: smallest top-k gap {ties.min_gap:.2e}; draft argmax "
+                  f"{tensors['mtp_logits'].argmax(-1).tolist()} vs next tokens {ids[2:].tolist()}")
+            failures += ties.min_gap <= 0
+            mtp.save(vdir)
         for j, h in enumerate(hidden):
             tensors[f"hidden_{j}"] = h.contiguous()
         save_file(tensors, os.path.join(vdir, "oracle.safetensors"),

@@ -604,4 +604,19 @@ Tensor Ops::concat_rows(std::span<const Tensor> parts) {
     return out;
 }
 
+Tensor Ops::concat_cols(const Tensor& a, const Tensor& b) {
+    check(a.rows() == b.rows() && a.cols() == b.cols(), "concat_cols: [{}, {}] beside [{}, {}]", a.rows(),
+          a.cols(), b.rows(), b.cols());
+    // Two hyper-connection streams: out_k = post_k a + sum_j comb_jk x_j over x = [b, b], with post = (1, 0)
+    // and comb_01 = 1 the only other weight that is not 0, so out = [a, b] exactly.
+    constexpr int kStreams = 2;
+    constexpr std::array<float, (2 + kStreams)* kStreams> kWeights = {0, 0,         // pre (unread)
+                                                                      1, 0,         // post
+                                                                      0, 1, 0, 0};  // comb [j][k]
+    std::vector<float> weights;
+    for (int64_t r = 0; r < a.rows(); ++r) weights.insert(weights.end(), kWeights.begin(), kWeights.end());
+    return hc_expand(repeat_cols(b, kStreams), a,
+                     tensor_from(a.rows(), static_cast<int64_t>(kWeights.size()), weights), kStreams);
+}
+
 }  // namespace coli

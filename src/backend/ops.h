@@ -100,6 +100,8 @@ public:
     // copy_rows, so every backend that runs those runs them.
     Tensor slice_rows(const Tensor& x, int64_t r0, int64_t n);  // [n, cols]: rows r0 .. r0 + n of x
     Tensor concat_rows(std::span<const Tensor> parts);          // [sum of rows, cols]: the parts in order
+    // Each row of a beside the same row of b; composed of repeat_cols and hc_expand (weights 0 and 1: exact).
+    Tensor concat_cols(const Tensor& a, const Tensor& b);  // [n, 2 cols]: a, b: [n, cols]
 
 private:
     bool runs_native(const OpDesc& d);  // asks the backend and counts the answer

@@ -305,9 +305,57 @@ void op_time_print(double tok_per_s,
                read_seconds * kMsPerSecond, std::max(0.0, step - in_ops - read_seconds) * kMsPerSecond);
 }
 
+// ---- speculative decoding -----------------------------------------------------------------------------
+
+// Greedy generation of --tokens tokens from the prompt on one engine, without and with the model's drafts
+// (Session::speculate) in alternating order, after one unmeasured run of each: decode tok/s of each (median
+// of --decode-reps), the drafts' acceptance rate, and whether the tokens are the same (they must be).
+void speculation_bench(const BenchArgs& a, const std::vector<int32_t>& prompt) {
+    EngineOptions o = a.engine;
+    o.speculate = true;
+    Engine engine(o);
+    Session session(engine.model());
+    Sampler greedy(SamplerOptions{});
+    std::vector<double> plain_tps, drafted_tps, acceptance;
+    std::vector<int32_t> first;  // the tokens of the first run; every other run's must match
+    bool same = true;
+    for (int rep = -1; rep < a.decode_reps; ++rep) {
+        for (const bool drafts : {rep % 2 != 0, rep % 2 == 0}) {
+            fmt::print(stderr, "bench: speculative decoding, {} run {} of {}, drafts {}...\n",
+                       rep < 0 ? "warm-up" : "measured", rep + 1, a.decode_reps, drafts ? "on" : "off");
+            session.reset();
+            session.speculate(drafts);
+            const std::vector<int32_t> ids = session.generate(prompt, a.tokens, greedy, {});
+            const GenerationStats& st = session.last_stats();
+            if (first.empty())
+                first = ids;
+            else
+                same = same && ids == first;
+            if (rep < 0) continue;
+            const double tps = st.decode_tokens / std::max(st.decode_seconds, 1e-9);
+            (drafts ? drafted_tps : plain_tps).push_back(tps);
+            if (drafts) acceptance.push_back(st.drafts.acceptance());
+        }
+    }
+    const double plain = median(plain_tps), drafted = median(drafted_tps);
+    fmt::print(
+        "\nspeculative decoding (the model's MTP layer drafts one token; greedy, {} tokens from the {}-token "
+        "prompt, warm cache; median of {})\n",
+        a.tokens, prompt.size(), a.decode_reps);
+    fmt::print("{:<28} {:>12.2f}\n", "decode tok/s, plain", plain);
+    fmt::print("{:<28} {:>12.2f}   x{:.2f}\n", "decode tok/s, drafted", drafted,
+               plain > 0 ? drafted / plain : 0);
+    fmt::print("{:<28} {:>11.1f}%   of the drafts kept\n", "acceptance", 100 * median(acceptance));
+    fmt::print("{:<28} {:>12}\n", "same tokens", same ? "yes" : "NO");
+    check(same, "coli bench: speculative decoding changed the greedy tokens");
+}
+
 void model_bench(BenchArgs& a, ThreadPool& pool) {
     check(a.tokens > 0 && a.prompt_tokens > 0 && a.decode_reps > 0 && a.warmup_tokens >= 0,
           "--tokens, --prompt-tokens and --decode-reps must be > 0, --warmup-tokens >= 0");
+    // The streaming runs below feed random ids and draft nothing: only speculation_bench loads the draft
+    // layer.
+    const bool speculate = std::exchange(a.engine.speculate, false);
     // Facts about the model and the budget, from one engine that is then dropped.
     std::vector<std::filesystem::path> files;
     std::vector<std::vector<RawRead>> probe_reads;  // the raw disk bound's reads, fresh experts per run
@@ -450,6 +498,7 @@ void model_bench(BenchArgs& a, ThreadPool& pool) {
         fmt::print(
             "warning: the filesystem refused O_DIRECT: raw reads may come from the page cache, so the disk "
             "bound is not a disk bound\n");
+    if (speculate) speculation_bench(a, prompt);
 }
 
 void bench(BenchArgs& a) {
@@ -519,6 +568,9 @@ void cmd_bench_add(CLI::App& app) {
                     "Bytes of randomly chosen experts read raw per disk measurement, GB")
         ->capture_default_str();
     cmd->add_option("--seed", a->seed, "Seed of the random prompt")->capture_default_str();
+    cmd->add_flag("--speculate", a->engine.speculate,
+                  "Also decode greedily with and without the model's own multi-token-prediction drafts: "
+                  "speed of each and the acceptance rate");
     cmd->add_option("--ctx", a->engine.max_ctx, "Context length (0 = the prompt and decode tokens of a run)")
         ->capture_default_str();
     cmd->callback([a] { bench(*a); });

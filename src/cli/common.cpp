@@ -83,6 +83,11 @@ void model_flags_add(CLI::App& cmd, EngineOptions& o, bool model_required) {
         "--preload", o.preload,
         "Read experts into RAM at start, layer by layer, as many as --ram-gb holds (all without it), "
         "so that the first prompts wait for no disk");
+    cmd.add_flag(
+        "--speculate", o.speculate,
+        "Speculative decoding: the model's own multi-token-prediction layer drafts the next token and "
+        "each step checks it in the same pass (the same tokens when greedy, the same distribution "
+        "when sampling; DeepSeek-V3, V3.2 and GLM-5 checkpoints that ship the layer)");
 }
 
 void backend_flags_add(CLI::App& cmd, std::map<std::string, std::string>& values) {

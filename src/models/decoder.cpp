@@ -112,7 +112,9 @@ void Decoder::load_weights(const Checkpoint& ckpt, const LoadOptions& opts, cons
     lm_head_ = load.matrix(spec.prefix + spec.head_name);
     load.finish();
 
-    const ExpertLayout layout{spec.n_layers, spec.n_experts, spec.top_k, std::move(expert_tensors)};
+    check(spec.draft_layers == 0 || mtp_, "{}: the MTP layer's weights were not loaded", spec.family);
+    const ExpertLayout layout{spec.n_layers + spec.draft_layers, spec.n_experts, spec.top_k,
+                              std::move(expert_tensors)};
     store_ = std::make_unique<ExpertStore>(ckpt, layout, opts.store);
 
     summary_.family = spec.family;
@@ -133,7 +135,11 @@ Tensor Decoder::forward(std::span<const int32_t> ids, ModelState& state, bool al
     ModelState* const states[] = {&state};
     Tensor h = ops_.embedding(embed_, ids);              // [n, d_model]
     h = layers_forward(h, ids, Batch(&one, 1), states);  // [n, d_model]
-    if (!all_logits) h = ops_.slice_rows(h, n - 1, 1);   // [1, d_model]
+    if (mtp_) {
+        state.hidden = h;
+        state.hidden_pos0 = state.n_past;
+    }
+    if (!all_logits) h = ops_.slice_rows(h, n - 1, 1);  // [1, d_model]
     Tensor x = ops_.rms_norm(h, final_norm_, rms_eps_);
     state.n_past += n;
     return ops_.matmul(lm_head_, x);  // [n or 1, vocab]
@@ -157,10 +163,33 @@ Tensor Decoder::forward_batch(std::span<const SequenceStep> steps) {
     }
     Tensor h = ops_.embedding(embed_, ids);        // [rows, d_model]
     h = layers_forward(h, ids, segments, states);  // [rows, d_model]
-    h = segment_last_rows(ops_, segments, h);      // [steps, d_model]
+    if (mtp_)
+        for (const Segment& g : segments) {
+            states[g.seq]->hidden = ops_.slice_rows(h, g.row0, g.rows);
+            states[g.seq]->hidden_pos0 = g.pos0;
+        }
+    h = segment_last_rows(ops_, segments, h);  // [steps, d_model]
     Tensor x = ops_.rms_norm(h, final_norm_, rms_eps_);
     for (const SequenceStep& s : steps) s.state->n_past += static_cast<int64_t>(s.ids.size());
     return ops_.matmul(lm_head_, x);  // [steps, vocab]
+}
+
+Tensor Decoder::draft(std::span<const int32_t> next, ModelState& state) {
+    check(mtp_.has_value(), "{}: no multi-token-prediction layer is loaded", summary_.family);
+    const auto n = static_cast<int64_t>(next.size());
+    check(n > 0 && n <= state.hidden.rows(), "draft: {} tokens for the {} rows of the last forward", n,
+          state.hidden.rows());
+    const Segment one{0, n, state.hidden_pos0, 0};
+    ModelState* const states[] = {&state};
+    Tensor h = ops_.slice_rows(state.hidden, 0, n);  // [n, d_model]: the main model's rows
+    Tensor x = mtp_input(ops_, *mtp_, ops_.embedding(embed_, next), h, rms_eps_);  // [n, d_model]
+    x = draft_layer_forward(x, Batch(&one, 1), states);                            // [n, d_model]
+    x = ops_.rms_norm(ops_.slice_rows(x, n - 1, 1), mtp_->head_norm, rms_eps_);    // [1, d_model]
+    return ops_.matmul(lm_head_, x);                                               // [1, vocab]
+}
+
+Tensor Decoder::draft_layer_forward(Tensor, Batch, std::span<ModelState* const>) {
+    throw Error(summary_.family + ": no multi-token-prediction layer");
 }
 
 }  // namespace coli

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "models/model.h"
 #include "nn/batch.h"
+#include "nn/mtp.h"
 #include "nn/weights.h"
 
 namespace coli {
@@ -43,6 +45,9 @@ struct DecoderSpec {
     // The width routed experts work in where it is not hidden_size (Kimi K3's latent experts), and its key.
     int64_t expert_d = 0;
     std::string expert_d_key = "";
+    // Multi-token-prediction layers loaded after the decoder's (LoadOptions::draft): their routed experts are
+    // in the store as layers n_layers ...
+    int draft_layers = 0;
 };
 
 class Decoder : public Model {
@@ -56,6 +61,9 @@ public:
     Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) final;
     // The same over the sequences' stacked rows, keeping each one's last row.   returns [steps, vocab]
     Tensor forward_batch(std::span<const SequenceStep> steps) final;
+    bool drafts() const final { return mtp_.has_value(); }
+    // The MTP layer (nn/mtp.h) over the pairs, through the family's draft_layer_forward.  returns [1, vocab]
+    Tensor draft(std::span<const int32_t> next, ModelState& state) final;
 
 protected:
     explicit Decoder(Ops& ops) : ops_(ops) {}
@@ -65,6 +73,10 @@ protected:
     // routing reads them).                                             h: [n, d_model] -> [n, d_model]
     virtual Tensor layers_forward(Tensor h, std::span<const int32_t> ids, Batch batch,
                                   std::span<ModelState* const> states) = 0;
+
+    // The family's MTP decoder layer (drafts() only) over one sequence's rows at positions batch[0].pos0 ...,
+    // with its own caches in states[0].                                h: [n, d_model] -> [n, d_model]
+    virtual Tensor draft_layer_forward(Tensor h, Batch batch, std::span<ModelState* const> states);
 
     // Segment seq's state as the family's type.
     template <class S>
@@ -86,6 +98,7 @@ protected:
     Ops& ops_;
     std::unique_ptr<ExpertStore> store_;
     ModelSummary summary_;
+    std::optional<MtpWeights> mtp_;  // the MTP layer's own weights, which load_layers loads where asked
 
 private:
     int64_t max_ctx_ = 0;

@@ -53,6 +53,10 @@ DeepseekConfig::DeepseekConfig(const nlohmann::json& c) {
         moe_layer[l] = typed ? config_list_item(c, "mlp_layer_types", l) == "sparse"
                              : l >= n_dense && l % moe_every == 0;
     index_from(c);
+    // The MTP layers after the decoder's (docs/models.md 2.5): MoE layers, with their own indexer under DSA.
+    mtp_layers = std::max(config_get_or<int>(c, "num_nextn_predict_layers", 0), 0);
+    moe_layer.resize(n_layers + mtp_layers, true);
+    if (dsa()) index_full.resize(n_layers + mtp_layers, true);
 }
 
 // DSA (docs/models.md 3, 4): present when index_topk is set; the indexer shares the model's RoPE angles,

@@ -26,8 +26,10 @@ struct DeepseekConfig {
     int index_topk = 0;         // DSA: keys per query; 0: dense attention
     int index_heads = 0, index_dim = 0;  // DSA indexer heads and width
     RopeParams rope_index;               // the indexer's rotation (rope dims first in each head)
-    std::vector<bool> index_full;        // per layer: its own indexer (else it reuses the last full layer's)
-    std::vector<bool> moe_layer;         // per layer: routed experts (else a dense MLP)
+    int mtp_layers = 0;                  // num_nextn_predict_layers: MTP layers after the decoder's
+    // Per layer, the MTP layers' included: its own indexer (else it reuses the last full layer's).
+    std::vector<bool> index_full;
+    std::vector<bool> moe_layer;  // per layer, the MTP layers' included: routed experts (else a dense MLP)
 
     explicit DeepseekConfig(const nlohmann::json& c);  // throws coli::Error naming a bad or missing key
 

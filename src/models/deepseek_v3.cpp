@@ -56,8 +56,16 @@ public:
                .q_lora = cfg_.q_lora,
                .rope_q = cfg_.rope_q,
                .rope_k = cfg_.rope_k} {
-        const auto load_layers = [this](WeightLoader& load) {
+        check(
+            !opts.draft || cfg_.mtp_layers > 0,
+            "{}: this checkpoint has no multi-token-prediction layer to draft with (num_nextn_predict_layers "
+            "is 0)",
+            cfg_.family);
+        const auto load_layers = [this, &opts](WeightLoader& load) {
             for (int l = 0; l < cfg_.n_layers; ++l) layers_.push_back(layer_load(load, l));
+            if (!opts.draft) return;  // the MTP layer's tensors stay unread
+            layers_.push_back(layer_load(load, cfg_.n_layers));
+            mtp_ = mtp_load(load, fmt::format("model.layers.{}.", cfg_.n_layers), cfg_.d_model);
         };
         const auto expert_tensors = [this, &ckpt](int layer, int e) {
             if (!cfg_.is_moe(layer)) return std::vector<std::string>{};
@@ -82,14 +90,15 @@ public:
                                .experts = experts,
                                .d_model = cfg_.d_model,
                                .expert_ff = cfg_.d_expert,
-                               .expert_ff_key = "moe_intermediate_size"};
+                               .expert_ff_key = "moe_intermediate_size",
+                               .draft_layers = opts.draft ? 1 : 0};
         load_weights(ckpt, opts, spec, load_layers, expert_tensors);
         summarize();
     }
 
     std::unique_ptr<ModelState> state_new() override {
         auto s = std::make_unique<DeepseekState>();
-        for (int l = 0; l < cfg_.n_layers; ++l) {
+        for (int l = 0; l < static_cast<int>(layers_.size()); ++l) {  // the MTP layer's too, where loaded
             s->kv.push_back(mla_cache_new(ops_, mla_, max_ctx()));
             s->index.push_back(cfg_.dsa() && cfg_.index_full[l] ? ops_.tensor(max_ctx(), cfg_.index_dim)
                                                                 : Tensor{});
@@ -139,6 +148,12 @@ private:
         Tensor selection;  // DSA: the last full layer's top-k key positions [n, top_k]
         for (int l = 0; l < cfg_.n_layers; ++l) h = layer_forward(l, h, batch, states, selection);
         return h;
+    }
+
+    // The MTP layer: one more decoder layer, after the model's (docs/models.md 2.5).
+    Tensor draft_layer_forward(Tensor h, Batch batch, std::span<ModelState* const> states) override {
+        Tensor selection;
+        return layer_forward(cfg_.n_layers, h, batch, states, selection);
     }
 
     // One decoder layer (docs/models.md 2, 3). h: [n, d_model], each segment at its positions. selection:
@@ -202,22 +217,23 @@ private:
         summary_.architecture = fmt::format(
             "{} layers ({} dense), d_model {}, {} heads (MLA: q_lora {}, kv_lora {}, nope {}, rope {}, v "
             "{}), "
-            "{} experts top-{} in {} groups keep {} (d_ff {}) + {} shared, vocab {}{}",
+            "{} experts top-{} in {} groups keep {} (d_ff {}) + {} shared, vocab {}{}{}",
             cfg_.n_layers, cfg_.n_dense, cfg_.d_model, cfg_.n_heads, cfg_.q_lora, cfg_.kv_lora, cfg_.nope_dim,
             cfg_.rope_dim, cfg_.v_dim, cfg_.n_experts, cfg_.top_k, cfg_.n_group, cfg_.topk_group,
             cfg_.d_expert, cfg_.n_shared, cfg_.vocab,
             cfg_.dsa() ? fmt::format(", DSA top-{} ({} indexer heads of {})", cfg_.index_topk,
                                      cfg_.index_heads, cfg_.index_dim)
-                       : "");
+                       : "",
+            mtp_ ? ", + MTP layer (drafts)" : "");
         int moe_layers = 0, index_layers = 0;  // layers with their own indexer keep its keys too
-        for (int l = 0; l < cfg_.n_layers; ++l) {
+        const int layers = static_cast<int>(layers_.size());  // the MTP layer's too, where loaded
+        for (int l = 0; l < layers; ++l) {
             moe_layers += cfg_.is_moe(l);
             index_layers += cfg_.dsa() && cfg_.index_full[l];
         }
         summary_.expert_count = uint64_t(moe_layers) * cfg_.n_experts;
         summary_.kv_bytes_per_token =
-            (uint64_t(cfg_.n_layers) * mla_.cache_width() + uint64_t(index_layers) * cfg_.index_dim) *
-            sizeof(float);
+            (uint64_t(layers) * mla_.cache_width() + uint64_t(index_layers) * cfg_.index_dim) * sizeof(float);
     }
 
     DeepseekConfig cfg_;

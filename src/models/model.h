@@ -18,6 +18,9 @@ struct LoadOptions {
     int dense_bits = 0;   // 0: dense weights as stored; 8 | 4: quantized at load (reported)
     int64_t max_ctx = 0;  // context length of the session caches; 0 = the model's maximum
     StoreOptions store;   // expert cache budget, slots, I/O
+    // Load the model's multi-token-prediction layer (DeepSeek's MTP, docs/models.md 2.5) for speculative
+    // decoding (Model::draft); a model without one is an error naming what it lacks.
+    bool draft = false;
 };
 
 // Sizes by part, for `coli info` and the memory plan.
@@ -53,6 +56,10 @@ public:
     // Every tensor the state holds, in a fixed order (a layer without one may list an empty tensor).
     virtual std::vector<StateTensor> tensors() = 0;
     int64_t n_past = 0;  // tokens already processed (the position of the next token)
+    // Where the model drafts (Model::drafts): the last forward's rows before the final norm, which the
+    // draft head reads, and the position of the first.                            hidden: [n, d_model]
+    Tensor hidden;
+    int64_t hidden_pos0 = 0;
 };
 
 // One sequence's part of a batched forward.
@@ -75,6 +82,15 @@ public:
     // Runs several sequences' next tokens in one pass (nn/batch.h) and advances each state. Every sequence's
     // logits are those it gets from forward() alone.                    returns [steps, vocab]: each last row
     virtual Tensor forward_batch(std::span<const SequenceStep> steps) = 0;
+
+    // Whether draft() runs: the model's multi-token-prediction layer is loaded (LoadOptions::draft).
+    virtual bool drafts() const = 0;
+    // The draft head's guess at the token after next.back() (speculative decoding, runtime/speculative.h):
+    // pairs the rows of the last forward on state (state.hidden) with the tokens that followed them (next[i]
+    // follows row i; fewer than the rows when the later ones were rejected), runs the pairs through the head
+    // at those rows' positions (its own cache, in state, advances with them) and returns the draft logits
+    // of the last pair.                                                             returns [1, vocab]
+    virtual Tensor draft(std::span<const int32_t> next, ModelState& state) = 0;
 
     virtual ExpertStore& store() = 0;
     virtual Ops& ops() = 0;

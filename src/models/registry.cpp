@@ -10,15 +10,20 @@ namespace {
 
 using Loader = std::function<std::unique_ptr<Model>(const Checkpoint&, Ops&, const LoadOptions&)>;
 
-const std::map<std::string, Loader>& loaders() {
-    static const std::map<std::string, Loader> m = {
-        {"deepseek_v3", deepseek_v3_load},
-        {"deepseek_v32", deepseek_v3_load},
-        {"deepseek_v4", deepseek_v4_load},
-        {"glm_moe_dsa", deepseek_v3_load},
-        {"kimi_k3", kimi_load},
-        {"kimi_linear", kimi_load},
-        {"olmoe", olmoe_load},
+struct Family {
+    Loader load;
+    bool drafts = false;  // runs its multi-token-prediction layer (LoadOptions::draft)
+};
+
+const std::map<std::string, Family>& loaders() {
+    static const std::map<std::string, Family> m = {
+        {"deepseek_v3", {deepseek_v3_load, true}},
+        {"deepseek_v32", {deepseek_v3_load, true}},
+        {"deepseek_v4", {deepseek_v4_load}},
+        {"glm_moe_dsa", {deepseek_v3_load, true}},
+        {"kimi_k3", {kimi_load}},
+        {"kimi_linear", {kimi_load}},
+        {"olmoe", {olmoe_load}},
     };
     return m;
 }
@@ -42,7 +47,16 @@ std::unique_ptr<Model> model_load(const Checkpoint& ckpt, Ops& ops, const LoadOp
         for (const auto& name : model_families()) known += (known.empty() ? "" : ", ") + name;
         fail("{}: model_type '{}' is not supported (supported: {})", ckpt.dir().string(), type, known);
     }
-    return loader->second(ckpt, ops, opts);
+    if (opts.draft && !loader->second.drafts) {
+        std::string drafting;
+        for (const auto& [name, family] : loaders())
+            if (family.drafts) drafting += (drafting.empty() ? "" : ", ") + name;
+        fail(
+            "{}: speculative decoding drafts with the model's own multi-token-prediction layer, which coli "
+            "runs for {} only",
+            type, drafting);
+    }
+    return loader->second.load(ckpt, ops, opts);
 }
 
 }  // namespace coli

@@ -40,6 +40,7 @@ Engine::Engine(const EngineOptions& opts) : opts_(opts) {
 
     LoadOptions load;
     load.dense_bits = opts.dense_bits;
+    load.draft = opts.speculate;
     load.max_ctx = opts.max_ctx;
     load.store.ram_bytes = static_cast<uint64_t>(opts.ram_gb * kBytesPerGB);
     load.store.slots_per_layer = opts.expert_cache;

@@ -36,6 +36,8 @@ struct EngineOptions {
     int64_t max_ctx = 0;  // 0 = the model's maximum
     bool preload =
         false;  // read experts into RAM at start, as many as the budget holds (ExpertStore::preload)
+    // Load the model's multi-token-prediction layer and decode speculatively with it (LoadOptions::draft).
+    bool speculate = false;
 };
 
 class Engine {

@@ -19,33 +19,62 @@ Sampler::Sampler(const SamplerOptions& opts) : opts_(opts), rng_(opts.seed) {
     check(opts.top_k >= 0, "--top-k must be >= 0, got {}", opts.top_k);
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-    if (opts_.temperature == 0) return argmax(logits);
-    // Candidates by descending logit (ties: lower id first), cut to top-k.
-    std::vector<int32_t> ids(logits.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    const size_t k = opts_.top_k > 0 ? std::min<size_t>(opts_.top_k, ids.size()) : ids.size();
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+Sampler::Candidates Sampler::candidates(std::span<const float> logits) const {
+    Candidates c;
+    c.ids.resize(logits.size());
+    std::iota(c.ids.begin(), c.ids.end(), 0);
+    const size_t k = opts_.top_k > 0 ? std::min<size_t>(opts_.top_k, c.ids.size()) : c.ids.size();
+    std::partial_sort(c.ids.begin(), c.ids.begin() + k, c.ids.end(), [&](int32_t a, int32_t b) {
         return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
     });
-    ids.resize(k);
+    c.ids.resize(k);
     // Softmax at the temperature, in double for a stable cumulative sum.
-    std::vector<double> p(k);
-    const double top = logits[ids[0]];
+    c.weights.resize(k);
+    const double top = logits[c.ids[0]];
     double sum = 0;
-    for (size_t i = 0; i < k; ++i) sum += p[i] = std::exp((logits[ids[i]] - top) / opts_.temperature);
+    for (size_t i = 0; i < k; ++i)
+        sum += c.weights[i] = std::exp((logits[c.ids[i]] - top) / opts_.temperature);
     // Top-p: the shortest prefix whose mass reaches top_p.
-    size_t keep = k;
+    c.keep = k;
     double mass = 0;
     for (size_t i = 0; i < k; ++i) {
-        mass += p[i] / sum;
+        mass += c.weights[i] / sum;
         if (mass >= opts_.top_p) {
-            keep = i + 1;
+            c.keep = i + 1;
             break;
         }
     }
-    std::discrete_distribution<size_t> pick(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(keep));
-    return ids[pick(rng_)];
+    return c;
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+    if (opts_.temperature == 0) return argmax(logits);
+    const Candidates c = candidates(logits);
+    std::discrete_distribution<size_t> pick(c.weights.begin(),
+                                            c.weights.begin() + static_cast<std::ptrdiff_t>(c.keep));
+    return c.ids[pick(rng_)];
+}
+
+std::vector<double> Sampler::probabilities(std::span<const float> logits) const {
+    std::vector<double> p(logits.size(), 0.0);
+    if (opts_.temperature == 0) {
+        p[argmax(logits)] = 1;
+        return p;
+    }
+    const Candidates c = candidates(logits);
+    double sum = 0;
+    for (size_t i = 0; i < c.keep; ++i) sum += c.weights[i];
+    for (size_t i = 0; i < c.keep; ++i) p[c.ids[i]] = c.weights[i] / sum;
+    return p;
+}
+
+int32_t Sampler::draw(std::span<const double> p) {
+    std::discrete_distribution<int32_t> pick(p.begin(), p.end());
+    return pick(rng_);
+}
+
+double Sampler::uniform() {
+    return std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
 }
 
 }  // namespace coli

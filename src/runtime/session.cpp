@@ -7,7 +7,12 @@
 
 namespace coli {
 
-Session::Session(Model& model) : model_(model), state_(model.state_new()) {}
+Session::Session(Model& model) : model_(model), speculate_(model.drafts()), state_(model.state_new()) {}
+
+void Session::speculate(bool on) {
+    check(!on || model_.drafts(), "speculative decoding: the model was loaded without its draft layer");
+    speculate_ = on;
+}
 
 void Session::reset() {
     stale_ = true;
@@ -52,22 +57,63 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
     if (max_tokens <= 0) return out;
     Timer timer;
     const uint64_t bytes_before = model_.store().stats().bytes_read;
+    const int64_t start = n_past();
     std::vector<float> logits = forward(prompt, false);
     stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
     stats_.prompt_seconds = timer.seconds();
     stats_.prompt_expert_bytes = model_.store().stats().bytes_read - bytes_before;
     if (on_prefilled) on_prefilled();
     timer.reset();
-    for (;;) {
-        const int32_t token = sampler.sample(logits);
+    // Takes a chosen token; false when generation ends with it.
+    const auto emit = [&](int32_t token) {
         out.push_back(token);
         const bool stop = std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
-        if ((on_token && !on_token(token)) || stop || static_cast<int>(out.size()) >= max_tokens) break;
-        logits = forward(std::span<const int32_t>(&token, 1), false);
+        return !((on_token && !on_token(token)) || stop || static_cast<int>(out.size()) >= max_tokens);
+    };
+    if (speculate_) {
+        generate_drafted(prompt, logits, sampler, emit);
+    } else {
+        for (int32_t token = sampler.sample(logits); emit(token); token = sampler.sample(logits))
+            logits = forward(std::span<const int32_t>(&token, 1), false);
     }
+    // Every token but the last is in the state, as plain decoding leaves it (a last check pass may have run
+    // one position further).
+    state_->n_past = start + stats_.prompt_tokens + static_cast<int64_t>(out.size()) - 1;
     stats_.decode_tokens = static_cast<int64_t>(out.size()) - 1;
     stats_.decode_seconds = timer.seconds();
     return out;
+}
+
+void Session::generate_drafted(std::span<const int32_t> prompt, std::span<const float> logits,
+                               Sampler& sampler, const std::function<bool(int32_t)>& emit) {
+    ModelState& state = *state_;
+    int32_t x = sampler.sample(logits);  // the last chosen token, not yet in the state
+    if (!emit(x)) return;
+    // The tokens that followed the last forward's rows: the prompt's own, then x.
+    std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
+    next.push_back(x);
+    for (;;) {
+        const std::vector<double> q = sampler.probabilities(model_.ops().read(model_.draft(next, state)));
+        const int32_t d = sampler.draw(q);
+        const int32_t pair[] = {x, d};
+        const std::vector<float> rows = forward(pair, true);  // [2, vocab]: after x, after d
+        const auto vocab = rows.size() / 2;
+        const std::span<const float> after_x(rows.data(), vocab), after_d(rows.data() + vocab, vocab);
+        const DraftVerdict v = draft_verdict(sampler.probabilities(after_x), q, d, sampler);
+        ++stats_.drafts.drafted;
+        if (!v.accepted) {
+            state.n_past -= 1;  // d's position: its cache rows are written over by the next pass
+            next = {v.token};
+            x = v.token;
+            if (!emit(x)) return;
+            continue;
+        }
+        ++stats_.drafts.accepted;
+        if (!emit(d)) return;
+        x = sampler.sample(after_d);
+        next = {d, x};
+        if (!emit(x)) return;
+    }
 }
 
 size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> ids) {

@@ -1,0 +1,22 @@
+#include "runtime/speculative.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+
+namespace coli {
+
+DraftVerdict draft_verdict(std::span<const double> p, std::span<const double> q, int32_t d,
+                           Sampler& sampler) {
+    check(p.size() == q.size() && d >= 0 && static_cast<size_t>(d) < p.size(),
+          "draft_verdict: draft {} over distributions of {} and {}", d, p.size(), q.size());
+    // q(d) > 0: d was drawn from q. A ratio of 1 or more keeps d without a draw (always, when greedy).
+    if (p[d] >= q[d] || sampler.uniform() * q[d] < p[d]) return {true, d};
+    std::vector<double> residual(p.size());
+    for (size_t i = 0; i < p.size(); ++i) residual[i] = std::max(p[i] - q[i], 0.0);
+    // p(d) < q(d) and both sum to 1, so the residual has mass somewhere.
+    return {false, sampler.draw(residual)};
+}
+
+}  // namespace coli

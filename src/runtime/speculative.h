@@ -1,0 +1,34 @@
+// Speculative decoding's acceptance rule. A draft head (Model::draft) proposes the next token d from its
+// distribution q; the model then scores d in the same pass as the token after it, and d is kept by the
+// standard rule (Leviathan et al. 2023, Chen et al. 2023): with probability min(1, p(d) / q(d)), else a
+// token is drawn from the residual max(0, p - q), normalized. Every token then has exactly the
+// probability p gives it, whatever q is: speculation changes speed, never the distribution, and under
+// greedy decoding (p and q one-hot) it keeps d exactly when d is the argmax, so the tokens are plain
+// decoding's.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "runtime/sampler.h"
+
+namespace coli {
+
+struct DraftVerdict {
+    bool accepted = false;  // the draft was kept
+    int32_t token = 0;      // the token at the draft's position: the draft, or the residual's draw
+};
+
+// p: the model's distribution at the draft's position; q: the draft head's, from which d was drawn.
+// Both [vocab], as Sampler::probabilities gives them; the sampler's generator makes the draws.
+DraftVerdict draft_verdict(std::span<const double> p, std::span<const double> q, int32_t d, Sampler& sampler);
+
+// Counts of a generation's drafts, for `coli bench` and /metrics.
+struct DraftStats {
+    int64_t drafted = 0;   // drafts checked
+    int64_t accepted = 0;  // of them, kept
+
+    double acceptance() const { return drafted > 0 ? double(accepted) / double(drafted) : 0; }
+};
+
+}  // namespace coli

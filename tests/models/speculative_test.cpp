@@ -1,0 +1,160 @@
+// Speculative decoding: the acceptance rule keeps the model's distribution whatever the drafts' (runtime/
+// speculative.h), and Session::generate, given drafts that are right at every other position, chooses plain
+// decoding's greedy tokens and leaves the state where plain decoding leaves it, on every fixture whose state
+// can drop positions.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/fixture.h"
+#include "common/test_util.h"
+#include "runtime/engine.h"
+#include "runtime/session.h"
+#include "runtime/speculative.h"
+
+namespace coli {
+namespace {
+
+constexpr int64_t kCtx = 128;     // enough for a fixture's prompt and the tokens below
+constexpr int kNewTokens = 12;    // generated per run
+constexpr int kTrials = 200'000;  // draws of the distribution test
+
+TEST(Speculative, TheRuleKeepsTheModelsDistributionWhateverTheDrafts) {
+    const std::vector<double> p = {0.5, 0.3, 0.2, 0.0}, q = {0.1, 0.2, 0.3, 0.4};
+    Sampler sampler(SamplerOptions{.temperature = 1, .seed = 7});
+    std::array<int, 4> count{};
+    int accepted = 0;
+    for (int t = 0; t < kTrials; ++t) {
+        const int32_t d = sampler.draw(q);
+        const DraftVerdict v = draft_verdict(p, q, d, sampler);
+        EXPECT_TRUE(!v.accepted || v.token == d);
+        ++count[v.token];
+        accepted += v.accepted;
+    }
+    // One standard deviation of a share is at most 0.5 / sqrt(kTrials) = 0.0011.
+    for (size_t i = 0; i < p.size(); ++i)
+        EXPECT_NEAR(double(count[i]) / kTrials, p[i], 0.005) << "token " << i;
+    EXPECT_NEAR(double(accepted) / kTrials, 0.5, 0.005);  // sum of min(p, q)
+}
+
+TEST(Speculative, GreedyKeepsADraftExactlyWhenItIsTheArgmax) {
+    Sampler greedy(SamplerOptions{});
+    const std::vector<float> logits = {0.1f, 2.0f, 1.0f};
+    const std::vector<double> p = greedy.probabilities(logits);
+    EXPECT_EQ(p, (std::vector<double>{0, 1, 0}));
+    const DraftVerdict right = draft_verdict(p, greedy.probabilities(logits), 1, greedy);
+    EXPECT_TRUE(right.accepted);
+    const DraftVerdict wrong = draft_verdict(p, greedy.probabilities(std::vector<float>{0, 0, 5}), 2, greedy);
+    EXPECT_FALSE(wrong.accepted);
+    EXPECT_EQ(wrong.token, 1);
+}
+
+// A model that drafts from a script: the token the script has at the drafted position where that position is
+// even, another one where it is odd; it also records whether each draft call paired the rows with the
+// tokens the script says followed them.
+class ScriptedDrafts final : public Model {
+public:
+    ScriptedDrafts(Model& model, std::vector<int32_t> script) : model_(model), script_(std::move(script)) {}
+
+    const ModelSummary& summary() const override { return model_.summary(); }
+    std::unique_ptr<ModelState> state_new() override { return model_.state_new(); }
+    Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) override {
+        state.hidden_pos0 = state.n_past;
+        return model_.forward(ids, state, all_logits);
+    }
+    Tensor forward_batch(std::span<const SequenceStep> steps) override { return model_.forward_batch(steps); }
+    bool drafts() const override { return true; }
+    Tensor draft(std::span<const int32_t> next, ModelState& state) override {
+        for (size_t i = 0; i < next.size(); ++i) misplaced_ += next[i] != at(state.hidden_pos0 + 1 + i);
+        const int64_t pos = state.hidden_pos0 + static_cast<int64_t>(next.size()) + 1;  // after next.back()
+        const int64_t vocab = summary().vocab;
+        const int32_t guess = pos % 2 == 0 ? at(pos) : static_cast<int32_t>((at(pos) + 1) % vocab);
+        std::vector<float> logits(static_cast<size_t>(vocab), 0.0f);
+        logits[static_cast<size_t>(guess)] = 1;
+        return model_.ops().tensor_from(1, vocab, logits);
+    }
+    ExpertStore& store() override { return model_.store(); }
+    Ops& ops() override { return model_.ops(); }
+
+    int misplaced() const { return misplaced_; }  // next tokens that were not the script's
+
+private:
+    int32_t at(int64_t pos) const { return pos < int64_t(script_.size()) ? script_[size_t(pos)] : 0; }
+
+    Model& model_;
+    std::vector<int32_t> script_;
+    int misplaced_ = 0;
+};
+
+// Whether every tensor of the model's state follows positions, so that dropping positions is lowering n_past.
+bool drops_positions(Model& model) {
+    for (const StateTensor& t : model.state_new()->tensors())
+        if (t.positions_per_row != 1) return false;
+    return true;
+}
+
+TEST(Speculative, GreedyTokensAndTheStateAreThoseOfPlainDecoding) {
+    int checked = 0;
+    for (const char* name : test::kOracleFixtures) {
+        const test::Fixture f = test::fixture_load(name);
+        EngineOptions o;
+        o.model_dir = f.dir;
+        o.backend = "cpu";
+        o.hot_set = "none";
+        o.max_ctx = kCtx;
+        Engine engine(o);
+        if (!drops_positions(engine.model())) continue;  // recurrent layers: no family of them drafts
+        SCOPED_TRACE(name);
+        ++checked;
+        Sampler greedy(SamplerOptions{});
+        Session plain(engine.model());
+        const std::vector<int32_t> want = plain.generate(f.input_ids, kNewTokens, greedy, {});
+        const int64_t plain_past = plain.n_past();
+        const std::vector<float> plain_next = plain.forward(std::span(want).last(1), false);
+
+        std::vector<int32_t> script = f.input_ids;
+        script.insert(script.end(), want.begin(), want.end());
+        ScriptedDrafts drafting(engine.model(), script);
+        Session spec(drafting);
+        ASSERT_TRUE(spec.speculates());
+        EXPECT_EQ(spec.generate(f.input_ids, kNewTokens, greedy, {}), want);
+        const DraftStats& d = spec.last_stats().drafts;
+        EXPECT_GT(d.accepted, 0);
+        EXPECT_LT(d.accepted, d.drafted);
+        EXPECT_EQ(drafting.misplaced(), 0);
+        EXPECT_EQ(spec.n_past(), plain_past);
+        const std::vector<float> spec_next = spec.forward(std::span(want).last(1), false);
+        EXPECT_LE(test::max_rel_diff(spec_next, plain_next), 1e-5);
+
+        // A stop id ends both where it first comes, accepted draft or not.
+        for (const int at : {3, 4}) {
+            const int32_t stop[] = {want[at]};
+            Session plain_stop(engine.model()), spec_stop(drafting);
+            const std::vector<int32_t> cut = plain_stop.generate(f.input_ids, kNewTokens, greedy, stop);
+            EXPECT_EQ(spec_stop.generate(f.input_ids, kNewTokens, greedy, stop), cut);
+            EXPECT_EQ(spec_stop.n_past(), plain_stop.n_past());
+        }
+    }
+    EXPECT_GE(checked, 9);  // the OLMoE and DeepSeek-V3 fixtures (V4's and Kimi's states are recurrent)
+}
+
+TEST(Speculative, AModelWithoutADraftLayerIsRefusedByName) {
+    for (const auto& [name, fragment] :
+         {std::pair{"deepseek_v3", "no multi-token-prediction layer to draft with"},
+          std::pair{"olmoe_base", "runs for deepseek_v3, deepseek_v32, glm_moe_dsa only"}}) {
+        EngineOptions o;
+        o.model_dir = test::fixture_load(name).dir;
+        o.backend = "cpu";
+        o.speculate = true;
+        EXPECT_COLI_ERROR(Engine{o}, fragment);
+    }
+}
+
+}  // namespace
+}  // namespace coli
