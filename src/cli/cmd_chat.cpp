@@ -36,6 +36,7 @@ void stats_show(Engine& engine, const Conversation& conversation) {
                g.prompt_tokens, g.prompt_tokens / std::max(g.prompt_seconds, 1e-9), g.decode_tokens,
                g.decode_tokens / std::max(g.decode_seconds, 1e-9), conversation.session().n_past(),
                engine.model().summary().max_ctx);
+    drafts_print(g.drafts);
     stats_print(engine);
 }
 

@@ -38,6 +38,7 @@ void speed_print(Engine& engine, const GenerationStats& g) {
                "prompt: {} tokens in {:.3f} s ({:.2f} tok/s); decode: {} tokens in {:.3f} s ({:.2f} tok/s)\n",
                g.prompt_tokens, g.prompt_seconds, g.prompt_tokens / std::max(g.prompt_seconds, 1e-9),
                g.decode_tokens, g.decode_seconds, g.decode_tokens / std::max(g.decode_seconds, 1e-9));
+    drafts_print(g.drafts);
     // A prompt needs each routed expert at most once: more than the model's expert bytes means re-reads.
     if (g.prompt_expert_bytes > 0)
         fmt::print(stderr, "prompt: {} of experts read, of the model's {}\n",

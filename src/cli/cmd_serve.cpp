@@ -46,10 +46,6 @@ void serve(ServeArgs& a) {
           a.server.port);
     a.server.max_body_bytes = static_cast<size_t>(a.max_body_mb * kBytesPerMB);
     check(a.server.prefill_chunk >= 1, "--prefill-chunk must be >= 1, got {}", a.server.prefill_chunk);
-    // The batched worker checks no drafts yet: the flag would load the draft layer and leave it unused.
-    check(!a.engine.speculate,
-          "coli serve: --speculate is not supported by the server yet (coli run, coli chat and coli bench "
-          "speculate)");
     a.server.prefix_cache = prefix_cache_options(a.prefix_cache);
     Engine engine(a.engine);
     const ModelSummary& m = engine.model().summary();

@@ -12,6 +12,7 @@
 #include "runtime/engine.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace coli {
 
@@ -51,6 +52,8 @@ std::string bytes_human(uint64_t bytes);
 
 // The statistics block printed to stderr after a run: ops, fallbacks, expert cache, routing.
 void stats_print(Engine& engine);
+// One line to stderr after a speculative generation: how many drafts were kept (nothing without drafts).
+void drafts_print(const DraftStats& d);
 // One line to stderr at the start of a run: where ops run, and where they fall back to.
 void placement_print(Engine& engine);
 

@@ -145,6 +145,12 @@ void placement_print(Engine& engine) {
         b.name() == "cpu" ? "" : "; an op it declines or fails runs on the cpu, counted (see the end)");
 }
 
+void drafts_print(const DraftStats& d) {
+    if (d.drafted == 0) return;
+    fmt::print(stderr, "speculative: {} of {} drafts kept ({:.1f}%)\n", d.accepted, d.drafted,
+               100 * d.acceptance());
+}
+
 void stats_print(Engine& engine) {
     const OpCounters& c = engine.ops().counters();
     // Nothing ran (a chat's /stats before the first turn): said so, rather than rates of zero.

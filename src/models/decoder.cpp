@@ -149,15 +149,19 @@ Tensor Decoder::forward_batch(std::span<const SequenceStep> steps) {
     check(!steps.empty(), "an empty batch");
     std::vector<Segment> segments;
     std::vector<ModelState*> states;
-    std::vector<int32_t> ids;  // every sequence's tokens, stacked
+    std::vector<int32_t> ids;         // every sequence's tokens, stacked
+    std::vector<int64_t> logit_rows;  // of each sequence's last rows
     for (const SequenceStep& s : steps) {
         const auto n = static_cast<int64_t>(s.ids.size());
         check(n > 0 && s.state, "a batch entry without tokens or state");
         check(s.state->n_past + n <= max_ctx_, "context full: {} + {} tokens exceed the context of {}",
               s.state->n_past, n, max_ctx_);
         for (ModelState* other : states) check(other != s.state, "one state twice in a batch");
+        check(s.logit_rows >= 1 && s.logit_rows <= n,
+              "a batch entry asks for the logits of {} of its {} rows", s.logit_rows, n);
         segments.push_back(
             {static_cast<int64_t>(ids.size()), n, s.state->n_past, static_cast<int>(states.size())});
+        logit_rows.push_back(s.logit_rows);
         states.push_back(s.state);
         ids.insert(ids.end(), s.ids.begin(), s.ids.end());
     }
@@ -168,10 +172,10 @@ Tensor Decoder::forward_batch(std::span<const SequenceStep> steps) {
             states[g.seq]->hidden = ops_.slice_rows(h, g.row0, g.rows);
             states[g.seq]->hidden_pos0 = g.pos0;
         }
-    h = segment_last_rows(ops_, segments, h);  // [steps, d_model]
+    h = segment_last_rows(ops_, segments, h, logit_rows);  // [sum of logit_rows, d_model]
     Tensor x = ops_.rms_norm(h, final_norm_, rms_eps_);
     for (const SequenceStep& s : steps) s.state->n_past += static_cast<int64_t>(s.ids.size());
-    return ops_.matmul(lm_head_, x);  // [steps, vocab]
+    return ops_.matmul(lm_head_, x);  // [sum of logit_rows, vocab]
 }
 
 Tensor Decoder::draft(std::span<const int32_t> next, ModelState& state) {

@@ -59,7 +59,7 @@ public:
     // Embeds ids, runs the family's layers, keeps the last row unless all_logits, then the final norm and
     // lm_head.                                                        returns [n, vocab], or [1, vocab]
     Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) final;
-    // The same over the sequences' stacked rows, keeping each one's last row.   returns [steps, vocab]
+    // The same over the sequences' stacked rows, keeping each one's last logit_rows.  returns [rows, vocab]
     Tensor forward_batch(std::span<const SequenceStep> steps) final;
     bool drafts() const final { return mtp_.has_value(); }
     // The MTP layer (nn/mtp.h) over the pairs, through the family's draft_layer_forward.  returns [1, vocab]

@@ -66,6 +66,7 @@ public:
 struct SequenceStep {
     std::span<const int32_t> ids;  // its next tokens (at least one)
     ModelState* state = nullptr;   // its caches, at ids' first position; advanced by the pass
+    int64_t logit_rows = 1;        // how many of its last rows' logits the pass returns (a draft's check: 2)
 };
 
 class Model {
@@ -80,7 +81,7 @@ public:
     virtual Tensor forward(std::span<const int32_t> ids, ModelState& state, bool all_logits) = 0;
 
     // Runs several sequences' next tokens in one pass (nn/batch.h) and advances each state. Every sequence's
-    // logits are those it gets from forward() alone.                    returns [steps, vocab]: each last row
+    // logits are those it gets from forward() alone.    returns [sum of logit_rows, vocab]: each one's last
     virtual Tensor forward_batch(std::span<const SequenceStep> steps) = 0;
 
     // Whether draft() runs: the model's multi-token-prediction layer is loaded (LoadOptions::draft).

@@ -16,10 +16,16 @@ Tensor per_segment(Ops& ops, Batch batch, std::initializer_list<Tensor> inputs, 
     return ops.concat_rows(outs);
 }
 
-Tensor segment_last_rows(Ops& ops, Batch batch, const Tensor& x) {
+Tensor segment_last_rows(Ops& ops, Batch batch, const Tensor& x, std::span<const int64_t> counts) {
+    check(counts.size() == batch.size(), "segment_last_rows: {} counts for {} segments", counts.size(),
+          batch.size());
     std::vector<Tensor> last;
     last.reserve(batch.size());
-    for (const Segment& s : batch) last.push_back(ops.slice_rows(x, s.row0 + s.rows - 1, 1));
+    for (size_t i = 0; i < batch.size(); ++i) {
+        const Segment& s = batch[i];
+        check(counts[i] >= 1 && counts[i] <= s.rows, "segment_last_rows: {} of {} rows", counts[i], s.rows);
+        last.push_back(ops.slice_rows(x, s.row0 + s.rows - counts[i], counts[i]));
+    }
     return ops.concat_rows(last);
 }
 

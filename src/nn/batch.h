@@ -33,8 +33,7 @@ using SegmentFn = std::function<Tensor(const Segment&, std::span<const Tensor>)>
 // One segment: f sees the inputs themselves, nothing is copied.
 Tensor per_segment(Ops& ops, Batch batch, std::initializer_list<Tensor> inputs, const SegmentFn& f);
 
-// The last row of each segment, stacked.                                        x: [rows, d]; returns
-// [segments, d]
-Tensor segment_last_rows(Ops& ops, Batch batch, const Tensor& x);
+// The last counts[i] rows of each segment i, stacked.           x: [rows, d]; returns [sum of counts, d]
+Tensor segment_last_rows(Ops& ops, Batch batch, const Tensor& x, std::span<const int64_t> counts);
 
 }  // namespace coli

@@ -87,32 +87,37 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
 void Session::generate_drafted(std::span<const int32_t> prompt, std::span<const float> logits,
                                Sampler& sampler, const std::function<bool(int32_t)>& emit) {
     ModelState& state = *state_;
+    const int64_t max_ctx = model_.summary().max_ctx;
     int32_t x = sampler.sample(logits);  // the last chosen token, not yet in the state
     if (!emit(x)) return;
     // The tokens that followed the last forward's rows: the prompt's own, then x.
     std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
     next.push_back(x);
     for (;;) {
+        if (state.n_past + 2 > max_ctx) {  // no room to check a draft: a plain step
+            x = sampler.sample(forward(std::span<const int32_t>(&x, 1), false));
+            if (!emit(x)) return;
+            continue;
+        }
         const std::vector<double> q = sampler.probabilities(model_.ops().read(model_.draft(next, state)));
         const int32_t d = sampler.draw(q);
         const int32_t pair[] = {x, d};
         const std::vector<float> rows = forward(pair, true);  // [2, vocab]: after x, after d
         const auto vocab = rows.size() / 2;
-        const std::span<const float> after_x(rows.data(), vocab), after_d(rows.data() + vocab, vocab);
-        const DraftVerdict v = draft_verdict(sampler.probabilities(after_x), q, d, sampler);
+        const DraftCheck c =
+            draft_check(std::span(rows).first(vocab), std::span(rows).subspan(vocab), q, d, sampler);
         ++stats_.drafts.drafted;
-        if (!v.accepted) {
-            state.n_past -= 1;  // d's position: its cache rows are written over by the next pass
-            next = {v.token};
-            x = v.token;
-            if (!emit(x)) return;
-            continue;
+        stats_.drafts.accepted += c.accepted;
+        int64_t taken = 0;
+        bool go_on = true;
+        for (const int32_t t : c.tokens) {
+            ++taken;
+            if (!(go_on = emit(t))) break;
         }
-        ++stats_.drafts.accepted;
-        if (!emit(d)) return;
-        x = sampler.sample(after_d);
-        next = {d, x};
-        if (!emit(x)) return;
+        state.n_past -= 2 - taken;
+        if (!go_on) return;
+        x = c.tokens.back();
+        next = c.accepted ? std::vector<int32_t>{d, x} : std::vector<int32_t>{x};
     }
 }
 

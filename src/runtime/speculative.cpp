@@ -19,4 +19,11 @@ DraftVerdict draft_verdict(std::span<const double> p, std::span<const double> q,
     return {false, sampler.draw(residual)};
 }
 
+DraftCheck draft_check(std::span<const float> after_x, std::span<const float> after_d,
+                       std::span<const double> q, int32_t d, Sampler& sampler) {
+    const DraftVerdict v = draft_verdict(sampler.probabilities(after_x), q, d, sampler);
+    if (!v.accepted) return {false, {v.token}};
+    return {true, {d, sampler.sample(after_d)}};
+}
+
 }  // namespace coli

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "runtime/sampler.h"
 
@@ -22,6 +23,19 @@ struct DraftVerdict {
 // p: the model's distribution at the draft's position; q: the draft head's, from which d was drawn.
 // Both [vocab], as Sampler::probabilities gives them; the sampler's generator makes the draws.
 DraftVerdict draft_verdict(std::span<const double> p, std::span<const double> q, int32_t d, Sampler& sampler);
+
+// A draft d checked beside the last chosen token x in one pass over [x, d].
+struct DraftCheck {
+    bool accepted = false;
+    // The tokens chosen, in order: the one at d's position (d itself when kept), then, when d was kept, the
+    // one after it. Of the pass's two positions the state keeps as many as the caller takes of these
+    // (a chosen token's own position is filled only by the pass after it): n_past -= 2 - taken.
+    std::vector<int32_t> tokens;
+};
+
+// after_x, after_d: the model's logits at x's and d's positions [vocab]; q: the draft head's distribution.
+DraftCheck draft_check(std::span<const float> after_x, std::span<const float> after_d,
+                       std::span<const double> q, int32_t d, Sampler& sampler);
 
 // Counts of a generation's drafts, for `coli bench` and /metrics.
 struct DraftStats {

@@ -86,6 +86,12 @@ void Metrics::step_count(size_t sequences, int64_t rows, int64_t sampled, double
     }
 }
 
+void Metrics::draft_count(bool accepted) {
+    std::lock_guard lock(mu_);
+    ++drafts_;
+    drafts_accepted_ += accepted;
+}
+
 void Metrics::generation_end(int64_t cached_tokens, bool cancelled) {
     std::lock_guard lock(mu_);
     cached_prompt_tokens_ += static_cast<uint64_t>(cached_tokens);
@@ -126,6 +132,12 @@ std::string Metrics::prometheus_text() const {
                step_sequences_);
     metric_add(out, "coli_batch_size", "gauge", "Requests in the last forward pass.", last_batch_);
     metric_add(out, "coli_batch_rows", "gauge", "Tokens fed in the last forward pass.", last_rows_);
+    metric_add(out, "coli_speculative_drafts_total", "counter",
+               "Draft tokens checked (--speculate: the model's multi-token-prediction layer drafts).",
+               drafts_);
+    metric_add(out, "coli_speculative_accepted_total", "counter",
+               "Of the drafts checked, those kept (over coli_speculative_drafts_total: the acceptance rate).",
+               drafts_accepted_);
     metric_add(out, "coli_generations_total", "counter", "Requests that generated text.", generations_);
     metric_add(out, "coli_generations_cancelled_total", "counter",
                "Generations stopped because the client disconnected.", cancelled_);

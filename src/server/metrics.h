@@ -57,6 +57,7 @@ public:
     void token_count();  // one more token generated
     // One forward pass: `sequences` requests in the batch, `rows` tokens fed, `sampled` tokens generated.
     void step_count(size_t sequences, int64_t rows, int64_t sampled, double seconds);
+    void draft_count(bool accepted);  // speculative decoding: one draft checked, and whether it was kept
     // A request ended; cached_tokens: its prompt tokens whose cache entries were reused (its generated tokens
     // were counted one by one).
     void generation_end(int64_t cached_tokens, bool cancelled);
@@ -83,6 +84,8 @@ private:
     double pass_seconds_ = 0;            // time spent in forward passes
     double queue_wait_seconds_ = 0;      // time requests waited in the queue, all requests
     double last_queue_wait_ = 0;         // the last started request's wait
+    uint64_t drafts_ = 0;                // speculative drafts checked
+    uint64_t drafts_accepted_ = 0;       // of those, kept
     uint64_t steps_ = 0;                 // forward passes
     uint64_t step_sequences_ = 0;        // requests in them, summed (/ steps_: the mean batch)
     size_t last_batch_ = 0;              // requests in the last pass

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "runtime/reply_text.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace coli::server {
 
@@ -92,6 +93,10 @@ struct Worker::Sequence {
     size_t keep_at = 0;             // this step's chunk ends where the prefix cache keeps the state; 0: not
     bool done = false;              // finished after this step's token
     Clock::time_point first_token;  // when the first token was sampled (decode speed)
+    // Speculating (the model drafts): the draft head's guess at the token after out.back(), which the next
+    // step checks beside it, and the distribution it was drawn from; -1: none (the next step is plain).
+    int32_t draft = -1;
+    std::vector<double> draft_q;
 
     bool prefilling() const { return fed < ids.size(); }
 };
@@ -289,6 +294,7 @@ void Worker::step() {
         }
         if (!s->prefilling()) {
             s->input = {s->out.back()};
+            if (s->draft >= 0) s->input.push_back(s->draft);
         } else {
             auto n = static_cast<int64_t>(
                 std::min<size_t>(s->ids.size() - s->fed, static_cast<size_t>(opts_.prefill_chunk)));
@@ -301,7 +307,8 @@ void Worker::step() {
             s->input.assign(s->ids.begin() + s->fed, s->ids.begin() + s->fed + n);
             prompt_rows += n;
         }
-        batch.push_back({s->input, s->slot->state.get()});
+        const int64_t logit_rows = s->prefilling() ? 1 : static_cast<int64_t>(s->input.size());
+        batch.push_back({s->input, s->slot->state.get(), logit_rows});
         members.push_back(s.get());
         rows += static_cast<int64_t>(s->input.size());
     }
@@ -309,18 +316,52 @@ void Worker::step() {
         const auto start = Clock::now();
         const std::vector<float> logits = engine_.ops().read(engine_.model().forward_batch(batch));
         const auto vocab = static_cast<size_t>(engine_.model().summary().vocab);
+        const bool drafting = engine_.model().drafts();
         int64_t sampled = 0;
+        size_t row = 0;  // the member's first row of logits
         for (size_t i = 0; i < members.size(); ++i) {
             Sequence& s = *members[i];
+            const auto logits_at = [&, first = row](size_t k) {
+                return std::span<const float>(logits).subspan((first + k) * vocab, vocab);
+            };
+            row += static_cast<size_t>(batch[i].logit_rows);
             if (s.prefilling()) {
+                const size_t chunk = s.fed;  // the chunk's first prompt position
                 s.fed += s.input.size();
                 // The state at a kept point or at the prompt's end, before the first token.
                 if (prefix_cache_ && (s.fed == s.keep_at || !s.prefilling()))
                     prefix_cache_->insert(engine_.ops(), *s.slot->state, std::span(s.ids).first(s.fed));
-                if (s.prefilling()) continue;  // more chunks to come: these logits are not the last row's
+                if (s.prefilling()) {  // more chunks to come: these logits are not the last row's
+                    // The draft head's cache follows the prompt: each row with the prompt token after it.
+                    if (drafting)
+                        engine_.model().draft(std::span(s.ids).subspan(chunk + 1, s.input.size()),
+                                              *s.slot->state);
+                    continue;
+                }
+                take(s, s.sampler.sample(logits_at(0)));
+                ++sampled;
+                std::vector<int32_t> next(s.ids.begin() + static_cast<std::ptrdiff_t>(chunk) + 1,
+                                          s.ids.end());
+                next.push_back(s.out.back());
+                if (drafting) draft_next(s, next);
+            } else if (s.input.size() == 2) {  // a draft checked beside the last token
+                const DraftCheck c = draft_check(logits_at(0), logits_at(1), s.draft_q, s.draft, s.sampler);
+                metrics_.draft_count(c.accepted);
+                int64_t taken = 0;
+                for (const int32_t t : c.tokens) {
+                    take(s, t);
+                    ++taken;
+                    if (s.done) break;
+                }
+                sampled += taken;
+                s.slot->state->n_past -= 2 - taken;
+                draft_next(s, taken == 2 ? std::vector<int32_t>{s.draft, s.out.back()}
+                                         : std::vector<int32_t>{s.out.back()});
+            } else {
+                take(s, s.sampler.sample(logits_at(0)));
+                ++sampled;
+                if (drafting) draft_next(s, std::span(s.out).last(1));
             }
-            sample(s, std::span<const float>(logits).subspan(i * vocab, vocab));
-            ++sampled;
         }
         metrics_.step_count(members.size(), rows, sampled, seconds_since(start));
     }
@@ -329,13 +370,23 @@ void Worker::step() {
     std::erase_if(sequences_, [](const std::unique_ptr<Sequence>& s) { return s->done; });
 }
 
-void Worker::sample(Sequence& s, std::span<const float> logits) {
-    const int32_t token = s.sampler.sample(logits);
+void Worker::take(Sequence& s, int32_t token) {
     if (s.out.empty()) s.first_token = Clock::now();
     s.out.push_back(token);
     metrics_.token_count();
     const bool go_on = s.reply.push(token);
     if (!go_on || static_cast<int64_t>(s.out.size()) >= s.max_tokens) s.done = true;
+}
+
+void Worker::draft_next(Sequence& s, std::span<const int32_t> next) {
+    ModelState& state = *s.slot->state;
+    // The check feeds two tokens: none where they would not fit the context, nor after the last token.
+    if (s.done || state.n_past + 2 > engine_.model().summary().max_ctx) {
+        s.draft = -1;
+        return;
+    }
+    s.draft_q = s.sampler.probabilities(engine_.ops().read(engine_.model().draft(next, state)));
+    s.draft = s.sampler.draw(s.draft_q);
 }
 
 void Worker::finish(Sequence& s) {

@@ -4,6 +4,8 @@
 // new request joins at the next step and a finished one leaves. Joining prompts are fed in chunks of at
 // most `prefill_chunk` tokens, at most that many prompt tokens per step, so the others wait at most one
 // chunk's time between tokens.
+// With a model that drafts (--speculate), a decoding request's step feeds its last token and the draft
+// head's guess after it, and keeps the guess by the exact rule (runtime/speculative.h).
 // Each request's tokens are those it gets served alone (greedy: identical; docs/design.md rule 2). A slot
 // keeps the cache of its last request and reuses it only for the exact token prefix a new one shares, so
 // no request sees another's state.
@@ -65,9 +67,12 @@ private:
     struct Sequence;
 
     void loop();
-    bool admit(std::shared_ptr<Job> job);  // starts a job in a free slot; false when it failed at once
-    void step();                           // one forward pass over every running sequence
-    void sample(Sequence& s, std::span<const float> logits);
+    bool admit(std::shared_ptr<Job> job);   // starts a job in a free slot; false when it failed at once
+    void step();                            // one forward pass over every running sequence
+    void take(Sequence& s, int32_t token);  // a chosen token: to the reply; done after the last one
+    // Speculating: the draft head over the rows of s's last pass, each with the token after it (next), and
+    // its guess at the token after next.back() for the next step to check.
+    void draft_next(Sequence& s, std::span<const int32_t> next);
     void finish(Sequence& s);
     void fail_all(const std::string& why);  // the pass failed: every running job fails, its slot starts over
     void engine_snapshot();                 // copies the engine's counters into the metrics (on this thread)

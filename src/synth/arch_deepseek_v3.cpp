@@ -8,8 +8,9 @@
 //   e_score_correction_bias                                               F32
 // --scale divides the model width, the dense and expert widths, the heads, the q and kv ranks and the
 // vocabulary; per-head widths (nope 128, rope 64, v 128) stay the real ones. --layers keeps the first layers
-// of the real schedule (three dense, then MoE), so that 4 layers hold both kinds. The MTP layer is declared
-// (num_nextn_predict_layers) but its tensors are not written: the engine never reads them (2.5).
+// of the real schedule (three dense, then MoE), so that 4 layers hold both kinds. The MTP layer follows them
+// (num_nextn_predict_layers; docs/models.md 2.5), as a MoE layer like the others plus its own norms and
+// eh_proj (in the --dtype).
 //
 // The tensor list is arch_parts.cpp's DeepSeek-V3 layout, with its value scales.
 //

@@ -10,8 +10,8 @@
 // transformers 5 writes them (`rope_parameters` with a plain RoPE of theta 1e6, `indexer_rope_interleave`,
 // `dtype`). --scale divides the model width, the dense and expert widths, the heads (attention and
 // indexer), the q and kv ranks, the indexer's top-k and the vocabulary; per-head widths stay the real ones.
-// --layers keeps the first layers of the real schedule (three dense, then MoE). The MTP layer is declared
-// (num_nextn_predict_layers) but not written, as for DeepSeek-V3 (2.5).
+// --layers keeps the first layers of the real schedule (three dense, then MoE). The MTP layer follows them,
+// as for DeepSeek-V3 (2.5), with its own indexer.
 #include <algorithm>
 #include <cstdint>
 

@@ -142,11 +142,12 @@ bool synth_kimi_is_mla(const nlohmann::json& lin, int layer) {
 std::vector<SynthTensor> synth_deepseek_tensors(const nlohmann::json& c, SynthProj indexer) {
     const int64_t d = c["hidden_size"], vocab = c["vocab_size"], dense_ff = c["intermediate_size"];
     const int layers = c["num_hidden_layers"], dense_layers = c["first_k_dense_replace"];
+    const int mtp_layers = c.value("num_nextn_predict_layers", 0);
 
     std::vector<SynthTensor> t;
     SynthTensorList model(t, "model.");
     model.add({"embed_tokens.weight", {vocab, d}, {0.0f, kSynthEmbedStd}});
-    for (int l = 0; l < layers; ++l) {
+    for (int l = 0; l < layers + mtp_layers; ++l) {
         SynthTensorList layer(t, fmt::format("model.layers.{}.", l), SynthProj::fp8_block);
         synth_mla_tensors(layer, c, d);
         if (c.contains("index_topk")) synth_indexer_tensors(layer, c, d, indexer);
@@ -156,6 +157,13 @@ std::vector<SynthTensor> synth_deepseek_tensors(const nlohmann::json& c, SynthPr
             deepseek_moe_tensors(layer, c, d);
         layer.norm("input_layernorm", d);
         layer.norm("post_attention_layernorm", d);
+        if (l < layers) continue;
+        // An MTP layer's own tensors (docs/models.md 2.5); the copies of the embedding and lm_head the
+        // release also keeps under it are left out: the engine reads the main model's.
+        layer.norm("enorm", d);
+        layer.norm("hnorm", d);
+        layer.matrix("eh_proj", d, 2 * d, kSynthProjGain);
+        layer.norm("shared_head.norm", d);
     }
     model.norm("norm", d);
     SynthTensorList top(t, "");

@@ -7,10 +7,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "serve_process.h"
 
 namespace coli::test {
@@ -201,6 +204,100 @@ TEST(ServeLoad, EightClientsTimesTwentyRequests) {
 // request's chunks are the same whether it runs alone or beside others.
 TEST(ServeLoad, ChunkedPromptsJoiningMidGeneration) {
     load_check({"--parallel", "4", "--prefill-chunk", "3"});
+}
+
+// GPT-2's byte-to-character map of byte-level BPE: printable bytes stand for themselves, the others for
+// characters from 256 on.
+std::string byte_char(int b) {
+    static const std::vector<std::string> chars = [] {
+        std::vector<std::string> c(256);
+        int extra = 0;
+        const auto utf8 = [](int cp) {
+            return cp < 0x80 ? std::string(1, char(cp))
+                             : std::string{char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+        };
+        for (int v = 0; v < 256; ++v) {
+            const bool keep = (v >= '!' && v <= '~') || (v >= 0xA1 && v <= 0xAC) || v >= 0xAE;
+            c[v] = utf8(keep ? v : 256 + extra++);
+        }
+        return c;
+    }();
+    return chars[b];
+}
+
+// A DeepSeek-V3 of random weights with its multi-token-prediction layer (`coli synth`, small), beside a
+// byte-level tokenizer of its vocabulary (the 256 bytes, then filler tokens "t<N>") so that a server takes
+// text.
+std::filesystem::path drafting_model(const TempDir& dir) {
+    const std::filesystem::path model = dir / "v3";
+    const ProcessResult synth =
+        coli_run("synth --arch deepseek_v3 --scale 16 --layers 4 --experts 16 -o " + model.string());
+    EXPECT_EQ(synth.exit_code, 0) << synth.err;
+    const int64_t vocab = json::parse(std::ifstream(model / "config.json"))["vocab_size"];
+    json tokens = json::object();
+    for (int b = 0; b < 256; ++b) tokens[byte_char(b)] = b;
+    for (int64_t i = 256; i < vocab; ++i) tokens["t" + std::to_string(i)] = i;
+    const json tokenizer = {
+        {"version", "1.0"},
+        {"added_tokens", json::array()},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+        {"post_processor", nullptr},
+        {"decoder", {{"type", "ByteLevel"}}},
+        {"model", {{"type", "BPE"}, {"vocab", tokens}, {"merges", json::array()}}}};
+    std::ofstream(model / "tokenizer.json") << tokenizer.dump();
+    std::ofstream(model / "tokenizer_config.json") << json{{"add_bos_token", false}}.dump();
+    return model;
+}
+
+// Speculative decoding in the batched server: a model whose MTP layer drafts each request's next token, 4
+// clients at once with prompts joining in chunks; every answer must be the one a server without drafts
+// gives the request alone, and /metrics counts the drafts.
+TEST(ServeLoad, SpeculativeDraftsChangeNoAnswer) {
+    TempDir dir("serve-drafts");
+    const std::filesystem::path model = drafting_model(dir);
+    std::vector<Call> calls;
+    for (bool stream : {false, true})
+        for (int p = 0; p < static_cast<int>(kPrompts.size()); ++p)
+            calls.push_back({Api::completion, stream, p, ""});
+    std::vector<std::string> expected;
+    {
+        ServeProcess plain({"--parallel", "1", "--model-name", kDemoId}, model);
+        auto client = plain.client();
+        for (const Call& c : calls) {
+            const auto r = client->Post(path_of(c.api), body_of(c), "application/json");
+            ASSERT_TRUE(r) << httplib::to_string(r.error());
+            ASSERT_EQ(r->status, 200) << r->body;
+            expected.push_back(answer_text(c, r->body));
+        }
+        EXPECT_EQ(plain.stop(), 0) << plain.err();
+    }
+    ServeProcess drafting({"--speculate", "--parallel", "4", "--prefill-chunk", "3", "--model-name", kDemoId},
+                          model);
+    constexpr int kDraftClients = 4, kDraftRequests = 8;
+    std::vector<std::future<void>> clients;
+    for (int k = 0; k < kDraftClients; ++k)
+        clients.push_back(std::async(std::launch::async, [&, k] {
+            auto client = drafting.client();
+            for (int i = 0; i < kDraftRequests; ++i) {
+                const size_t which = static_cast<size_t>(k + i) % calls.size();
+                const auto r =
+                    client->Post(path_of(calls[which].api), body_of(calls[which]), "application/json");
+                if (!r) {
+                    ADD_FAILURE() << "no answer: " << httplib::to_string(r.error());
+                    continue;
+                }
+                EXPECT_EQ(r->status, 200) << r->body;
+                EXPECT_EQ(answer_text(calls[which], r->body), expected[which]) << "request " << which;
+            }
+        }));
+    for (auto& c : clients) c.get();
+    const auto metrics = drafting.client()->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_GT(metric_value(metrics->body, "coli_speculative_drafts_total"), 0);
+    EXPECT_GT(metric_value(metrics->body, "coli_batch_sequences_total"),
+              metric_value(metrics->body, "coli_batch_steps_total"));
+    EXPECT_EQ(drafting.stop(), 0) << drafting.err();
 }
 
 }  // namespace
