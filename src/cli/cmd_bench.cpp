@@ -345,7 +345,13 @@ void speculation_bench(const BenchArgs& a, const std::vector<int32_t>& prompt) {
     fmt::print("{:<28} {:>12.2f}\n", "decode tok/s, plain", plain);
     fmt::print("{:<28} {:>12.2f}   x{:.2f}\n", "decode tok/s, drafted", drafted,
                plain > 0 ? drafted / plain : 0);
-    fmt::print("{:<28} {:>11.1f}%   of the drafts kept\n", "acceptance", 100 * median(acceptance));
+    const double kept = median(acceptance);
+    fmt::print("{:<28} {:>11.1f}%   of the drafts kept\n", "acceptance", 100 * kept);
+    // A drafted step costs (1 + kept) / drafted seconds per token it yields, a plain one 1 / plain: drafting
+    // pays from the acceptance where the two meet.
+    if (drafted > 0)
+        fmt::print("{:<28} {:>11.1f}%   the acceptance at which drafting would match plain decoding here\n",
+                   "break-even acceptance", 100 * ((1 + kept) * plain / drafted - 1));
     fmt::print("{:<28} {:>12}\n", "same tokens", same ? "yes" : "NO");
     check(same, "coli bench: speculative decoding changed the greedy tokens");
 }

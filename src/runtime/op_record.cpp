@@ -36,6 +36,9 @@ struct Reference {
     // config.json values changed in every recording (JSON pointer, value), where fewer layers need them to
     // make the same calls as the real depth.
     std::vector<std::pair<std::string, nlohmann::json>> overrides = {};
+    // Its multi-token-prediction layer drafts (--speculate): loaded, and a draft over the prefill and after
+    // each decode recorded too.
+    bool drafts = false;
 };
 
 const std::map<std::string, Reference>& references() {
@@ -59,7 +62,8 @@ const std::map<std::string, Reference>& references() {
           "dense MLP in 0, MoE in 1-2 (the second for the next layer's prefetch): first_k_dense_replace 1",
           1,
           {},
-          {{"/first_k_dense_replace", 1}}}},
+          {{"/first_k_dense_replace", 1}},
+          true}},
         // V3 with the DSA indexer in every layer.
         {"deepseek_v32",
          {"deepseek_v32",
@@ -68,7 +72,8 @@ const std::map<std::string, Reference>& references() {
           "an indexer in each",
           1,
           {},
-          {{"/first_k_dense_replace", 1}}}},
+          {{"/first_k_dense_replace", 1}},
+          true}},
         // V3.2's layout at GLM-5's sizes.
         {"glm_moe_dsa",
          {"glm_moe_dsa",
@@ -77,7 +82,8 @@ const std::map<std::string, Reference>& references() {
           "an indexer in each",
           1,
           {},
-          {{"/first_k_dense_replace", 1}}}},
+          {{"/first_k_dense_replace", 1}},
+          true}},
         // The real 3:1 pattern's first four layers.
         {"kimi_linear",
          {"kimi_linear", 4,
@@ -182,7 +188,7 @@ nlohmann::json reference_config(const SynthArch& arch, const Reference& ref, DTy
 // Records the family's forward on one shapes-only checkpoint of these tensors (float ones unset in
 // v.dtype): a prefill, then `decodes` decodes.
 std::vector<OpCall> record(const std::string& family, const nlohmann::json& config,
-                           const std::vector<SynthTensor>& tensors, const Variant& v, int decodes) {
+                           const std::vector<SynthTensor>& tensors, const Variant& v, const Reference& ref) {
     std::vector<TensorInfo> infos;
     infos.reserve(tensors.size());
     for (const SynthTensor& t : tensors)
@@ -194,6 +200,7 @@ std::vector<OpCall> record(const std::string& family, const nlohmann::json& conf
     Ops ops(backend, backend);
     LoadOptions load;
     load.dense_bits = v.dense_bits;
+    load.draft = ref.drafts;
     load.store.io_threads = 1;  // nothing is read
     const std::unique_ptr<Model> model = model_load(*ckpt, ops, load);
     const std::unique_ptr<ModelState> state = model->state_new();
@@ -204,10 +211,18 @@ std::vector<OpCall> record(const std::string& family, const nlohmann::json& conf
     const std::vector<int32_t> ids(kRecordPrefill, 0);
     model->forward(ids, *state, false);
     out.add(kRecordPrefill, calls);
-    for (int i = 0; i < decodes; ++i) {
+    const auto draft = [&](int64_t n) {  // the draft head over the last forward's n rows
+        if (!ref.drafts) return;
+        calls.clear();
+        model->draft(std::span(ids).first(static_cast<size_t>(n)), *state);
+        out.add(n, calls);
+    };
+    draft(kRecordPrefill);
+    for (int i = 0; i < ref.decodes; ++i) {
         calls.clear();
         model->forward(std::span(ids).first(kRecordDecode), *state, false);
         out.add(kRecordDecode, calls);
+        draft(kRecordDecode);
     }
     // A step of the server's continuous batching (nn/batch.h): this sequence's next token beside another's.
     const std::unique_ptr<ModelState> other = model->state_new();
@@ -249,9 +264,9 @@ FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
         std::vector<OpCall> run;
         if (v.option) {  // a config option may change the tensors
             config[v.option->first] = v.option->second;
-            run = record(family, config, arch.tensors(config), v, ref.decodes);
+            run = record(family, config, arch.tensors(config), v, ref);
         } else {
-            run = record(family, config, v.dequantized ? dequantized : released, v, ref.decodes);
+            run = record(family, config, v.dequantized ? dequantized : released, v, ref);
         }
         for (const OpCall& c : run) calls.add(c);
     }
@@ -259,9 +274,9 @@ FamilyOpCalls recorded(const std::string& family, const Reference& ref) {
     for (const auto& [key, value] : ref.options) options += fmt::format(", {} = {}", key, value.dump());
     return {
         .source = fmt::format(
-            "recorded: the forward at its real size (coli synth --arch {}), {} layers ({}); f32, bf16 and "
+            "recorded: the forward at its real size (coli synth --arch {}), {} layers ({}){}; f32, bf16 and "
             "f16 weights{}, --dense-bits 8 and 4{}",
-            ref.arch, ref.layers, ref.layer_kinds,
+            ref.arch, ref.layers, ref.layer_kinds, ref.drafts ? ", and its MTP layer's drafts" : "",
             has_quantized ? " (quantized tensors as released, and dequantized)" : "", options),
         .calls = calls.take()};
 }
