@@ -52,11 +52,13 @@ inline void expect_tensors(const Checkpoint& ckpt, const std::map<std::string, E
 struct DeepseekWidths {
     int64_t d_model, vocab, heads, q_lora, kv_lora, nope, rope, v, dense_ffn, expert_ffn;
     int layers, dense_layers, experts;  // the first dense_layers layers have a dense MLP; one shared expert
+    int mtp_layers = 1;                 // multi-token-prediction layers after them (docs/models.md 2.5)
 };
 
 // docs/models.md 2's tensor list as 9.4's FP8 release stores it: every projection of attention and MLPs
 // F8_E4M3 with an F32 `<name>_scale_inv` per 128 x 128 block; embedding, norms, router and lm_head BF16,
-// the router's selection bias F32.
+// the router's selection bias F32. The MTP layers after the decoder's are MoE layers with their own norms and
+// eh_proj in BF16.
 inline std::map<std::string, ExpectedTensor> deepseek_fp8_tensors(const DeepseekWidths& w) {
     const DType bf = DType::bf16, f32 = DType::f32, fp8 = DType::f8_e4m3;
     std::map<std::string, ExpectedTensor> t;
@@ -72,8 +74,13 @@ inline std::map<std::string, ExpectedTensor> deepseek_fp8_tensors(const Deepseek
     t["model.embed_tokens.weight"] = {bf, {w.vocab, w.d_model}};
     t["model.norm.weight"] = {bf, {w.d_model}};
     t["lm_head.weight"] = {bf, {w.vocab, w.d_model}};
-    for (int l = 0; l < w.layers; ++l) {
+    for (int l = 0; l < w.layers + w.mtp_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
+        if (l >= w.layers) {
+            for (const char* norm : {"enorm", "hnorm", "shared_head.norm"})
+                t[p + norm + ".weight"] = {bf, {w.d_model}};
+            t[p + "eh_proj.weight"] = {bf, {w.d_model, 2 * w.d_model}};
+        }
         t[p + "input_layernorm.weight"] = {bf, {w.d_model}};
         t[p + "post_attention_layernorm.weight"] = {bf, {w.d_model}};
         proj(p + "self_attn.q_a_proj", w.q_lora, w.d_model);

@@ -127,7 +127,7 @@ TEST(SynthDeepseekV32, TensorsAreV3PlusTheIndexerAndItRuns) {
     const auto ckpt = Checkpoint::open(dir);
 
     std::map<std::string, ExpectedTensor> want = spec_tensors();
-    for (int l = 0; l < kLayers; ++l) {
+    for (int l = 0; l <= kLayers; ++l) {  // the MTP layer's indexer too
         const std::string ix = fmt::format("model.layers.{}.self_attn.indexer.", l);
         want[ix + "wq_b.weight"] = {DType::f8_e4m3, {kIndexHeads * kIndexDim, kQLora}};
         want[ix + "wq_b.weight_scale_inv"] = {

@@ -48,7 +48,7 @@ std::map<std::string, ExpectedTensor> spec_tensors() {
                                                                           .dense_layers = kDenseLayers,
                                                                           .experts = kExperts});
     // The indexer of docs/models.md 3 in every layer: its matrices BF16, its LayerNorm F32.
-    for (int l = 0; l < kLayers; ++l) {
+    for (int l = 0; l <= kLayers; ++l) {  // the MTP layer's indexer too
         const std::string ix = fmt::format("model.layers.{}.self_attn.indexer.", l);
         t[ix + "wq_b.weight"] = {DType::bf16, {kIndexHeads * kIndexDim, kQLora}};
         t[ix + "wk.weight"] = {DType::bf16, {kIndexDim, D}};

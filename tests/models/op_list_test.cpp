@@ -20,16 +20,23 @@
 #include <vector>
 
 #include "common/fixture.h"
+#include "common/test_util.h"
+#include "core/thread_pool.h"
 #include "deepseek_v4_synth.h"
 #include "runtime/engine.h"
 #include "runtime/op_record.h"
 #include "runtime/session.h"
+#include "synth/synth.h"
+#include "synth/synth_arch.h"
 
 namespace coli {
 namespace {
 
 constexpr int kExpertCaches[] = {0, 1};  // unlimited; one slot per layer
 constexpr size_t kPrefillTokens = 6;     // a prefill of several tokens; then one token decodes
+// The drafting checkpoints (coli synth): widths divided by 16, three dense layers, a MoE layer and the MTP
+// layer, 16 experts; their vocabularies (8080 and more) hold the deepseek_v3 fixture's prompt.
+constexpr int kDraftingScale = 16, kDraftingLayers = 4, kDraftingExperts = 16;
 
 // An op as the lists declare it: its kind, and moe_experts' activation.
 using OpKey = std::pair<OpKind, GluKind>;
@@ -49,6 +56,7 @@ struct Recorded {
     std::filesystem::path dir;
     std::vector<int32_t> input_ids;
     size_t prefill = kPrefillTokens;
+    bool drafts = false;  // loaded with its MTP layer, which drafts after the prefill and after the decode
 };
 
 Recorded from_fixture(const std::string& fixture) {
@@ -63,13 +71,16 @@ std::pair<std::string, std::set<OpKey>> forward_ops(const Recorded& r, int exper
     o.backend = "cpu";
     o.expert_cache = expert_cache;
     o.hot_set = "none";  // never write into the source tree
+    o.speculate = r.drafts;
     Engine engine(o);
     std::vector<OpDesc> calls;
     engine.ops().record_to(&calls);
     Session session(engine.model());
     const std::span<const int32_t> ids(r.input_ids);
     session.forward(ids.first(r.prefill), true);
+    if (r.drafts) engine.model().draft(ids.subspan(1, r.prefill), session.state());
     session.forward(ids.subspan(r.prefill, 1), false);
+    if (r.drafts) engine.model().draft(ids.subspan(r.prefill + 1, 1), session.state());
     // A step of the server's continuous batching: two sequences' tokens in one pass.
     const std::unique_ptr<ModelState> a = engine.model().state_new(), b = engine.model().state_new();
     const SequenceStep batch[] = {{ids.first(1), a.get()}, {ids.first(2), b.get()}};
@@ -84,6 +95,17 @@ TEST(OpLists, RecordWhatTheForwardCalls) {
     std::vector<Recorded> runs;
     for (const char* fixture : test::kOracleFixtures) runs.push_back(from_fixture(fixture));
     runs.push_back(from_fixture("models/demo"));  // the bundled demo model (olmoe, bf16)
+    // The families that draft, with their MTP layer drafting (coli synth: random weights, real per-head
+    // widths).
+    const test::TempDir drafting("oplist-drafting");
+    ThreadPool pool(1);
+    for (const char* arch : {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"}) {
+        const SynthOptions o{.arch = arch, .out = drafting / arch, .scale = kDraftingScale,
+                             .layers = kDraftingLayers, .experts = kDraftingExperts};
+        synth_write(o, pool);
+        runs.push_back({fmt::format("synthesized {} drafting", arch), o.out, from_fixture("deepseek_v3").input_ids,
+                        kPrefillTokens, true});
+    }
     if (std::filesystem::exists(test::fixtures_dir() / "deepseek_v4")) {
         runs.push_back(from_fixture("deepseek_v4"));
         runs.push_back(from_fixture("deepseek_v4_orig"));
