@@ -100,11 +100,14 @@ TEST(OpLists, RecordWhatTheForwardCalls) {
     const test::TempDir drafting("oplist-drafting");
     ThreadPool pool(1);
     for (const char* arch : {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"}) {
-        const SynthOptions o{.arch = arch, .out = drafting / arch, .scale = kDraftingScale,
-                             .layers = kDraftingLayers, .experts = kDraftingExperts};
+        const SynthOptions o{.arch = arch,
+                             .out = drafting / arch,
+                             .scale = kDraftingScale,
+                             .layers = kDraftingLayers,
+                             .experts = kDraftingExperts};
         synth_write(o, pool);
-        runs.push_back({fmt::format("synthesized {} drafting", arch), o.out, from_fixture("deepseek_v3").input_ids,
-                        kPrefillTokens, true});
+        runs.push_back({fmt::format("synthesized {} drafting", arch), o.out,
+                        from_fixture("deepseek_v3").input_ids, kPrefillTokens, true});
     }
     if (std::filesystem::exists(test::fixtures_dir() / "deepseek_v4")) {
         runs.push_back(from_fixture("deepseek_v4"));
