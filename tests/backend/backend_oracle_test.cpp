@@ -7,8 +7,12 @@
 #include "backend/registry.h"
 #include "common/batch_check.h"
 #include "common/fixture.h"
+#include "common/test_util.h"
+#include "core/thread_pool.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
+#include "synth/synth.h"
+#include "synth/synth_arch.h"
 
 namespace coli {
 namespace {
@@ -105,6 +109,64 @@ TEST(BackendOracle, BatchedSequencesGetTheirAloneLogits) {
             EXPECT_LE(c.max_rel_diff, kBatchTolerance);
             EXPECT_EQ(engine.ops().counters().total_fallbacks(), 0u) << engine.ops().counters().summary();
         }
+}
+
+// The drafting checkpoints (coli synth: random weights, real per-head widths): widths divided by 16, three
+// dense layers, a MoE layer and the MTP layer, 16 experts; prompt ids spread over their vocabularies.
+constexpr int kDraftScale = 16, kDraftLayers = 4, kDraftExperts = 16, kDraftTokens = 12;
+constexpr uint32_t kIdMultiplier = 2654435761u;
+
+// Speculative decoding on each device backend, for each family that drafts: the MTP layer's draft logits
+// after a prompt are the CPU's to the backend's tolerance, and greedy tokens with drafts are those without.
+TEST(BackendOracle, DraftsAreTheCpusAndChangeNoToken) {
+    std::string why;
+    const std::vector<std::string> backends = device_backends_or_why(why);
+    if (backends.empty()) GTEST_SKIP() << "SKIPPED: no device backend available here:" << why;
+    const test::TempDir dir("drafts");
+    ThreadPool pool(1);
+    for (const char* arch : {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"}) {
+        const SynthOptions so{.arch = arch,
+                              .out = dir / arch,
+                              .scale = kDraftScale,
+                              .layers = kDraftLayers,
+                              .experts = kDraftExperts};
+        synth_write(so, pool);
+        const int64_t vocab = synth_arch_find(arch).config(so)["vocab_size"].get<int64_t>();
+        std::vector<int32_t> prompt;
+        for (uint32_t t = 1; t <= kDraftTokens; ++t)
+            prompt.push_back(static_cast<int32_t>(t * kIdMultiplier % vocab));
+        // The draft logits after the prompt, its last token followed by `next`.
+        const auto draft_after_prompt = [&](Engine& engine) {
+            Session session(engine.model());
+            session.forward(prompt, false);
+            const std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
+            return engine.ops().read(engine.model().draft(next, session.state()));
+        };
+        EngineOptions o;
+        o.model_dir = so.out;
+        o.backend = "cpu";
+        o.hot_set = "none";
+        o.speculate = true;
+        o.max_ctx = 2 * kDraftTokens;
+        Engine cpu(o);
+        const std::vector<float> want = draft_after_prompt(cpu);
+        for (const std::string& backend : backends) {
+            SCOPED_TRACE(fmt::format("{} on {}", arch, backend));
+            o.backend = backend;
+            Engine engine(o);
+            const double diff = test::max_rel_diff(draft_after_prompt(engine), want);
+            fmt::print("{} on {}: draft logits against the cpu's, max relative difference {:.2e}\n", arch,
+                       backend, diff);
+            EXPECT_LE(diff, logit_tolerance(backend));
+            Sampler greedy(SamplerOptions{});
+            Session plain(engine.model()), drafted(engine.model());
+            plain.speculate(false);
+            EXPECT_EQ(drafted.generate(prompt, kDraftTokens, greedy, {}),
+                      plain.generate(prompt, kDraftTokens, greedy, {}));
+            EXPECT_GT(drafted.last_stats().drafts.drafted, 0);
+            EXPECT_EQ(engine.ops().counters().total_fallbacks(), 0u) << engine.ops().counters().summary();
+        }
+    }
 }
 
 }  // namespace
