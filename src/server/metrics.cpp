@@ -110,6 +110,10 @@ double Metrics::decode_rate_locked() const {
     return last_rate_;
 }
 
+void Metrics::read_age_source(std::function<double()> source) {
+    read_age_ = std::move(source);
+}
+
 std::string Metrics::prometheus_text() const {
     std::lock_guard lock(mu_);
     std::string out;
@@ -172,6 +176,10 @@ std::string Metrics::prometheus_text() const {
     const std::string slow_help =
         fmt::format("Expert reads that took longer than {} s: a stalling disk.", kSlowReadSeconds);
     metric_add(out, "coli_expert_slow_reads_total", "counter", slow_help.c_str(), s.slow_reads);
+    metric_add(out, "coli_expert_read_in_flight_seconds", "gauge",
+               "How long the oldest expert read still in flight has waited (0: none): a stalling disk shows "
+               "here while the read is stuck, before it is counted as slow.",
+               read_age_ ? read_age_() : 0.0);
 
     const PrefixCacheStats& p = engine_.prefix_cache;
     metric_add(out, "coli_prefix_cache_hits_total", "counter",

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -62,6 +63,9 @@ public:
     // were counted one by one).
     void generation_end(int64_t cached_tokens, bool cancelled);
     void engine_set(EngineSnapshot snapshot);
+    // Where /metrics reads, when it is asked, how long the oldest expert read in flight has waited (live,
+    // unlike the snapshot, which the worker takes between passes: a read that stalls holds up the pass).
+    void read_age_source(std::function<double()> source);
 
     std::string prometheus_text() const;
     std::string status_json() const;
@@ -69,6 +73,7 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     double decode_rate_locked() const;  // tok/s over the last rate window of steps
+    std::function<double()> read_age_;  // see read_age_source; set once, before the server listens
 
     const ServerInfo info_;
     const Clock::time_point started_ = Clock::now();

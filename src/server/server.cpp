@@ -107,6 +107,7 @@ struct Server::Impl {
           worker(engine, metrics, {opts.queue_limit, opts.parallel, opts.prefill_chunk, opts.prefix_cache}),
           limits{engine.model().summary().max_ctx},
           created(static_cast<int64_t>(std::time(nullptr))) {
+        metrics.read_age_source([&store = engine.model().store()] { return store.read_in_flight_seconds(); });
         routes_add();
     }
 

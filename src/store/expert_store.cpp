@@ -508,6 +508,10 @@ void ExpertStore::moe_time_record(double seconds) {
     ++s.moe_calls;
 }
 
+double ExpertStore::read_in_flight_seconds() const {
+    return impl_->io.oldest_running_seconds();
+}
+
 StoreStats ExpertStore::stats() const {
     const Impl& s = *impl_;
     StoreStats st;

@@ -133,6 +133,9 @@ public:
     void moe_time_record(double seconds);
 
     StoreStats stats() const;
+    // How long the oldest expert read still in flight has waited (0: none in flight); any thread may ask,
+    // while fetch() waits for that read (a stalling disk shows here before the read returns).
+    double read_in_flight_seconds() const;
     uint64_t expert_bytes(int layer, int expert) const;  // bytes of one expert's tensors
     uint64_t total_expert_bytes() const;                 // all routed experts
     const ExpertLayout& layout() const;

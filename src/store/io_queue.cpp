@@ -36,6 +36,12 @@ double IoQueue::busy_seconds() const {
     return std::chrono::duration<double>(total).count();
 }
 
+double IoQueue::oldest_running_seconds() const {
+    std::lock_guard lock(mu_);
+    if (running_since_.empty()) return 0;
+    return std::chrono::duration<double>(clock::now() - *running_since_.begin()).count();
+}
+
 void IoQueue::worker_loop() {
     std::unique_lock lock(mu_);
     for (;;) {
@@ -43,11 +49,13 @@ void IoQueue::worker_loop() {
         if (stop_) return;
         Job job = std::move(queue_.front());
         queue_.pop_front();
-        if (running_++ == 0) busy_since_ = clock::now();
+        const auto started = running_since_.insert(clock::now());
+        if (running_++ == 0) busy_since_ = *started;
         lock.unlock();
         job();
         job = nullptr;  // release what the job captured before taking the lock again
         lock.lock();
+        running_since_.erase(started);
         if (--running_ == 0) busy_total_ += clock::now() - busy_since_;
     }
 }

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,9 @@ public:
 
     // Wall time during which at least one job was running (for reads: time with a read in flight).
     double busy_seconds() const;
+    // How long the longest-running job now has been running (for reads: the oldest read in flight, which a
+    // stalling disk holds up); 0 when none runs.
+    double oldest_running_seconds() const;
 
 private:
     using clock = std::chrono::steady_clock;
@@ -38,6 +42,7 @@ private:
     int running_ = 0;
     clock::time_point busy_since_;  // when running_ last went from 0 to 1
     clock::duration busy_total_{};  // closed busy intervals
+    std::multiset<clock::time_point> running_since_;  // when each running job started
     std::vector<std::thread> threads_;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -323,8 +324,15 @@ TEST(ServeApi, ACheckpointChangedWhileServingIsAnErrorNamingTheFile) {
     }
 }
 
+// How often the stalling-read test polls /metrics, and a wait it must see of the 1.2 s stall (most of it
+// passes while the read is in flight; the rest of the request takes milliseconds).
+constexpr auto kMetricsPoll = std::chrono::milliseconds(50);
+constexpr double kStalledReadSeen = 0.3;
+
 // A stalling disk (COLI_SLOW_READS delays the first expert read by more than the store's slow-read
-// threshold, 1 s): the request is answered with a clean run's text, and /metrics counts the slow read.
+// threshold, 1 s): /metrics shows the read waiting while it waits, the request is answered with a clean
+// run's text, and /metrics counts the slow read.
+
 TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
     const std::string body = greedy_completion_body(4);
     std::string clean_text;
@@ -341,13 +349,23 @@ TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
     ::setenv("COLI_SLOW_READS", "1:1200", 1);
     ServeProcess server({"--ram-gb", "1"});
     ::unsetenv("COLI_SLOW_READS");
-    const auto r = server.client()->Post("/v1/completions", body, kJsonType);
+    // While the request waits for the stalled read, /metrics shows how long it has been waiting.
+    auto answer = std::async(std::launch::async,
+                             [&] { return server.client()->Post("/v1/completions", body, kJsonType); });
+    double longest_wait = 0;
+    while (answer.wait_for(kMetricsPoll) != std::future_status::ready) {
+        const auto live = server.client()->Get("/metrics");
+        if (live) longest_wait = std::max(longest_wait, metric_value(live->body, "coli_expert_read_in_flight_seconds"));
+    }
+    EXPECT_GT(longest_wait, kStalledReadSeen) << "the stalled read never showed in /metrics while it waited";
+    const auto r = answer.get();
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], clean_text);
     const auto metrics = server.client()->Get("/metrics");
     ASSERT_TRUE(metrics);
     EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 1);
+    EXPECT_EQ(metric_value(metrics->body, "coli_expert_read_in_flight_seconds"), 0);
     EXPECT_NE(server.err().find("the disk is stalling"), std::string::npos) << server.err();
 }
 
