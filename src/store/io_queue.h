@@ -40,8 +40,8 @@ private:
     std::deque<Job> queue_;
     bool stop_ = false;
     int running_ = 0;
-    clock::time_point busy_since_;  // when running_ last went from 0 to 1
-    clock::duration busy_total_{};  // closed busy intervals
+    clock::time_point busy_since_;                    // when running_ last went from 0 to 1
+    clock::duration busy_total_{};                    // closed busy intervals
     std::multiset<clock::time_point> running_since_;  // when each running job started
     std::vector<std::thread> threads_;
 };

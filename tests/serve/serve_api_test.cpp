@@ -355,7 +355,9 @@ TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
     double longest_wait = 0;
     while (answer.wait_for(kMetricsPoll) != std::future_status::ready) {
         const auto live = server.client()->Get("/metrics");
-        if (live) longest_wait = std::max(longest_wait, metric_value(live->body, "coli_expert_read_in_flight_seconds"));
+        if (live)
+            longest_wait =
+                std::max(longest_wait, metric_value(live->body, "coli_expert_read_in_flight_seconds"));
     }
     EXPECT_GT(longest_wait, kStalledReadSeen) << "the stalled read never showed in /metrics while it waited";
     const auto r = answer.get();
