@@ -178,18 +178,32 @@ Tensor Decoder::forward_batch(std::span<const SequenceStep> steps) {
     return ops_.matmul(lm_head_, x);  // [sum of logit_rows, vocab]
 }
 
-Tensor Decoder::draft(std::span<const int32_t> next, ModelState& state) {
+Tensor Decoder::draft(std::span<const DraftStep> steps) {
     check(mtp_.has_value(), "{}: no multi-token-prediction layer is loaded", summary_.family);
-    const auto n = static_cast<int64_t>(next.size());
-    check(n > 0 && n <= state.hidden.rows(), "draft: {} tokens for the {} rows of the last forward", n,
-          state.hidden.rows());
-    const Segment one{0, n, state.hidden_pos0, 0};
-    ModelState* const states[] = {&state};
-    Tensor h = ops_.slice_rows(state.hidden, 0, n);  // [n, d_model]: the main model's rows
-    Tensor x = mtp_input(ops_, *mtp_, ops_.embedding(embed_, next), h, rms_eps_);  // [n, d_model]
-    x = draft_layer_forward(x, Batch(&one, 1), states);                            // [n, d_model]
-    x = ops_.rms_norm(ops_.slice_rows(x, n - 1, 1), mtp_->head_norm, rms_eps_);    // [1, d_model]
-    return ops_.matmul(lm_head_, x);                                               // [1, vocab]
+    check(!steps.empty(), "an empty draft batch");
+    std::vector<Segment> segments;
+    std::vector<ModelState*> states;
+    std::vector<Tensor> hidden;  // each sequence's rows of the main model it pairs
+    std::vector<int32_t> next;   // the tokens that followed them, stacked
+    for (const DraftStep& s : steps) {
+        const auto n = static_cast<int64_t>(s.next.size());
+        check(s.state && n > 0 && n <= s.state->hidden.rows(),
+              "draft: {} tokens for the {} rows of the last "
+              "forward",
+              n, s.state ? s.state->hidden.rows() : 0);
+        for (ModelState* other : states) check(other != s.state, "one state twice in a draft batch");
+        segments.push_back(
+            {static_cast<int64_t>(next.size()), n, s.state->hidden_pos0, static_cast<int>(states.size())});
+        states.push_back(s.state);
+        hidden.push_back(ops_.slice_rows(s.state->hidden, 0, n));
+        next.insert(next.end(), s.next.begin(), s.next.end());
+    }
+    Tensor h = ops_.concat_rows(hidden);                                           // [rows, d_model]
+    Tensor x = mtp_input(ops_, *mtp_, ops_.embedding(embed_, next), h, rms_eps_);  // [rows, d_model]
+    x = draft_layer_forward(x, segments, states);                                  // [rows, d_model]
+    const std::vector<int64_t> last(steps.size(), 1);
+    x = ops_.rms_norm(segment_last_rows(ops_, segments, x, last), mtp_->head_norm, rms_eps_);  // [steps, d]
+    return ops_.matmul(lm_head_, x);  // [steps, vocab]
 }
 
 Tensor Decoder::draft_layer_forward(Tensor, Batch, std::span<ModelState* const>) {

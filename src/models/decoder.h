@@ -62,8 +62,10 @@ public:
     // The same over the sequences' stacked rows, keeping each one's last logit_rows.  returns [rows, vocab]
     Tensor forward_batch(std::span<const SequenceStep> steps) final;
     bool drafts() const final { return mtp_.has_value(); }
-    // The MTP layer (nn/mtp.h) over the pairs, through the family's draft_layer_forward.  returns [1, vocab]
-    Tensor draft(std::span<const int32_t> next, ModelState& state) final;
+    // The MTP layer (nn/mtp.h) over the pairs, through the family's draft_layer_forward.
+    //                                                                        returns [steps, vocab]
+    Tensor draft(std::span<const DraftStep> steps) final;
+    using Model::draft;
 
 protected:
     explicit Decoder(Ops& ops) : ops_(ops) {}
@@ -74,8 +76,8 @@ protected:
     virtual Tensor layers_forward(Tensor h, std::span<const int32_t> ids, Batch batch,
                                   std::span<ModelState* const> states) = 0;
 
-    // The family's MTP decoder layer (drafts() only) over one sequence's rows at positions batch[0].pos0 ...,
-    // with its own caches in states[0].                                h: [n, d_model] -> [n, d_model]
+    // The family's MTP decoder layer (drafts() only) over the segments' rows at their positions, each with
+    // its own caches in states[seq].                                   h: [n, d_model] -> [n, d_model]
     virtual Tensor draft_layer_forward(Tensor h, Batch batch, std::span<ModelState* const> states);
 
     // Segment seq's state as the family's type.

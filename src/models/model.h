@@ -69,6 +69,12 @@ struct SequenceStep {
     int64_t logit_rows = 1;        // how many of its last rows' logits the pass returns (a draft's check: 2)
 };
 
+// One sequence's part of a batched draft (Model::draft).
+struct DraftStep {
+    std::span<const int32_t> next;  // the tokens that followed the rows of its last forward (see draft())
+    ModelState* state = nullptr;    // its state, whose hidden rows the draft head reads
+};
+
 class Model {
 public:
     virtual ~Model() = default;
@@ -90,8 +96,13 @@ public:
     // pairs the rows of the last forward on state (state.hidden) with the tokens that followed them (next[i]
     // follows row i; fewer than the rows when the later ones were rejected), runs the pairs through the head
     // at those rows' positions (its own cache, in state, advances with them) and returns the draft logits
-    // of the last pair.                                                             returns [1, vocab]
-    virtual Tensor draft(std::span<const int32_t> next, ModelState& state) = 0;
+    // of the last pair. Several sequences' drafts run in one pass (nn/batch.h), each one's logits those it
+    // gets alone.                                                               returns [steps, vocab]
+    virtual Tensor draft(std::span<const DraftStep> steps) = 0;
+    Tensor draft(std::span<const int32_t> next, ModelState& state) {  // one sequence: [1, vocab]
+        const DraftStep one{next, &state};
+        return draft(std::span(&one, 1));
+    }
 
     virtual ExpertStore& store() = 0;
     virtual Ops& ops() = 0;

@@ -231,6 +231,13 @@ std::vector<OpCall> record(const std::string& family, const nlohmann::json& conf
     calls.clear();
     model->forward_batch(batch);
     out.add(2 * kRecordDecode, calls);
+    if (ref.drafts) {  // and the two sequences' drafts in one pass
+        const DraftStep drafts[] = {{std::span(ids).first(kRecordDecode), state.get()},
+                                    {std::span(ids).first(kRecordDecode), other.get()}};
+        calls.clear();
+        model->draft(drafts);
+        out.add(2 * kRecordDecode, calls);
+    }
     ops.record_to(nullptr);
     return out.take();
 }

@@ -101,6 +101,14 @@ struct Worker::Sequence {
     bool prefilling() const { return fed < ids.size(); }
 };
 
+// A sequence's draft pass: the tokens that followed its last forward's rows, and whether its guess is
+// wanted (a prompt chunk before the last only feeds the draft head's cache).
+struct Worker::PendingDraft {
+    Sequence* s = nullptr;
+    std::vector<int32_t> next;
+    bool guess = true;
+};
+
 Worker::Worker(Engine& engine, Metrics& metrics, const WorkerOptions& opts)
     : engine_(engine), metrics_(metrics), opts_(opts), seeds_(std::random_device{}()) {
     check(opts.parallel >= 1 && opts.prefill_chunk >= 1, "the worker needs a slot and a chunk size");
@@ -317,6 +325,7 @@ void Worker::step() {
         const std::vector<float> logits = engine_.ops().read(engine_.model().forward_batch(batch));
         const auto vocab = static_cast<size_t>(engine_.model().summary().vocab);
         const bool drafting = engine_.model().drafts();
+        std::vector<PendingDraft> drafts;  // run together after the tokens are taken
         int64_t sampled = 0;
         size_t row = 0;  // the member's first row of logits
         for (size_t i = 0; i < members.size(); ++i) {
@@ -334,8 +343,10 @@ void Worker::step() {
                 if (s.prefilling()) {  // more chunks to come: these logits are not the last row's
                     // The draft head's cache follows the prompt: each row with the prompt token after it.
                     if (drafting)
-                        engine_.model().draft(std::span(s.ids).subspan(chunk + 1, s.input.size()),
-                                              *s.slot->state);
+                        drafts.push_back({&s,
+                                          {s.ids.begin() + static_cast<std::ptrdiff_t>(chunk) + 1,
+                                           s.ids.begin() + static_cast<std::ptrdiff_t>(s.fed) + 1},
+                                          false});
                     continue;
                 }
                 take(s, s.sampler.sample(logits_at(0)));
@@ -343,7 +354,7 @@ void Worker::step() {
                 std::vector<int32_t> next(s.ids.begin() + static_cast<std::ptrdiff_t>(chunk) + 1,
                                           s.ids.end());
                 next.push_back(s.out.back());
-                if (drafting) draft_next(s, next);
+                if (drafting) draft_queue(drafts, s, std::move(next));
             } else if (s.input.size() == 2) {  // a draft checked beside the last token
                 const DraftCheck c = draft_check(logits_at(0), logits_at(1), s.draft_q, s.draft, s.sampler);
                 metrics_.draft_count(c.accepted);
@@ -355,14 +366,16 @@ void Worker::step() {
                 }
                 sampled += taken;
                 s.slot->state->n_past -= 2 - taken;
-                draft_next(s, taken == 2 ? std::vector<int32_t>{s.draft, s.out.back()}
-                                         : std::vector<int32_t>{s.out.back()});
+                draft_queue(drafts, s,
+                            taken == 2 ? std::vector<int32_t>{s.draft, s.out.back()}
+                                       : std::vector<int32_t>{s.out.back()});
             } else {
                 take(s, s.sampler.sample(logits_at(0)));
                 ++sampled;
-                if (drafting) draft_next(s, std::span(s.out).last(1));
+                if (drafting) draft_queue(drafts, s, {s.out.back()});
             }
         }
+        if (!drafts.empty()) drafts_run(drafts);
         metrics_.step_count(members.size(), rows, sampled, seconds_since(start));
     }
     for (auto& s : sequences_)
@@ -378,15 +391,24 @@ void Worker::take(Sequence& s, int32_t token) {
     if (!go_on || static_cast<int64_t>(s.out.size()) >= s.max_tokens) s.done = true;
 }
 
-void Worker::draft_next(Sequence& s, std::span<const int32_t> next) {
-    ModelState& state = *s.slot->state;
+void Worker::draft_queue(std::vector<PendingDraft>& drafts, Sequence& s, std::vector<int32_t> next) {
+    s.draft = -1;
     // The check feeds two tokens: none where they would not fit the context, nor after the last token.
-    if (s.done || state.n_past + 2 > engine_.model().summary().max_ctx) {
-        s.draft = -1;
-        return;
+    if (s.done || s.slot->state->n_past + 2 > engine_.model().summary().max_ctx) return;
+    drafts.push_back({&s, std::move(next), true});
+}
+
+void Worker::drafts_run(std::vector<PendingDraft>& drafts) {
+    std::vector<DraftStep> steps;
+    for (const PendingDraft& d : drafts) steps.push_back({d.next, d.s->slot->state.get()});
+    const std::vector<float> logits = engine_.ops().read(engine_.model().draft(steps));  // [drafts, vocab]
+    const auto vocab = logits.size() / drafts.size();
+    for (size_t i = 0; i < drafts.size(); ++i) {
+        if (!drafts[i].guess) continue;
+        Sequence& s = *drafts[i].s;
+        s.draft_q = s.sampler.probabilities(std::span(logits).subspan(i * vocab, vocab));
+        s.draft = s.sampler.draw(s.draft_q);
     }
-    s.draft_q = s.sampler.probabilities(engine_.ops().read(engine_.model().draft(next, state)));
-    s.draft = s.sampler.draw(s.draft_q);
 }
 
 void Worker::finish(Sequence& s) {

@@ -70,9 +70,12 @@ private:
     bool admit(std::shared_ptr<Job> job);   // starts a job in a free slot; false when it failed at once
     void step();                            // one forward pass over every running sequence
     void take(Sequence& s, int32_t token);  // a chosen token: to the reply; done after the last one
-    // Speculating: the draft head over the rows of s's last pass, each with the token after it (next), and
-    // its guess at the token after next.back() for the next step to check.
-    void draft_next(Sequence& s, std::span<const int32_t> next);
+    // Speculating: queues s's draft pass (the rows of its last pass, each with the token after it: next)
+    // for its guess at the token after next.back(), which the next step checks; none after s's last token
+    // or where the check would not fit the context. drafts_run then runs every queued pass in one.
+    struct PendingDraft;
+    void draft_queue(std::vector<PendingDraft>& drafts, Sequence& s, std::vector<int32_t> next);
+    void drafts_run(std::vector<PendingDraft>& drafts);
     void finish(Sequence& s);
     void fail_all(const std::string& why);  // the pass failed: every running job fails, its slot starts over
     void engine_snapshot();                 // copies the engine's counters into the metrics (on this thread)

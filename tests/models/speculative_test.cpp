@@ -14,9 +14,12 @@
 
 #include "common/fixture.h"
 #include "common/test_util.h"
+#include "core/thread_pool.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
 #include "runtime/speculative.h"
+#include "synth/synth.h"
+#include "synth/synth_arch.h"
 
 namespace coli {
 namespace {
@@ -70,7 +73,10 @@ public:
     }
     Tensor forward_batch(std::span<const SequenceStep> steps) override { return model_.forward_batch(steps); }
     bool drafts() const override { return true; }
-    Tensor draft(std::span<const int32_t> next, ModelState& state) override {
+    Tensor draft(std::span<const DraftStep> steps) override {
+        EXPECT_EQ(steps.size(), 1u) << "a session drafts for itself alone";
+        const std::span<const int32_t> next = steps[0].next;
+        const ModelState& state = *steps[0].state;
         for (size_t i = 0; i < next.size(); ++i) misplaced_ += next[i] != at(state.hidden_pos0 + 1 + i);
         const int64_t pos = state.hidden_pos0 + static_cast<int64_t>(next.size()) + 1;  // after next.back()
         const int64_t vocab = summary().vocab;
@@ -153,6 +159,60 @@ TEST(Speculative, AModelWithoutADraftLayerIsRefusedByName) {
         o.backend = "cpu";
         o.speculate = true;
         EXPECT_COLI_ERROR(Engine{o}, fragment);
+    }
+}
+
+// The server drafts for every sequence of a step in one pass: on a synthesized DeepSeek-V3 and GLM-5 (with
+// their MTP layers), each sequence's draft logits in a batch of three are, bit for bit on the CPU, those it
+// gets alone, and the batch leaves each draft cache as drafting alone does (the next drafts agree too).
+TEST(Speculative, BatchedDraftsAreEachSequencesAloneBitForBit) {
+    const test::TempDir dir("drafts-batched");
+    ThreadPool pool(1);
+    for (const char* arch : {"deepseek_v3", "glm_moe_dsa"}) {
+        SCOPED_TRACE(arch);
+        const SynthOptions so{.arch = arch, .out = dir / arch, .scale = 16, .layers = 4, .experts = 16};
+        synth_write(so, pool);
+        EngineOptions o;
+        o.model_dir = so.out;
+        o.backend = "cpu";
+        o.hot_set = "none";
+        o.max_ctx = kCtx;
+        o.speculate = true;
+        Engine engine(o);
+        Model& model = engine.model();
+        // Three prompts of different lengths, then two more tokens each.
+        const std::vector<std::vector<int32_t>> prompts = {{5, 9, 2, 7}, {11, 3}, {8, 1, 6, 4, 10, 12}};
+        const auto run = [&](bool batched) {
+            std::vector<std::unique_ptr<ModelState>> states;
+            std::vector<float> out;
+            for (size_t i = 0; i < prompts.size(); ++i) states.push_back(model.state_new());
+            for (int round = 0; round < 2; ++round) {
+                std::vector<std::vector<int32_t>> next(prompts.size());
+                for (size_t i = 0; i < prompts.size(); ++i) {
+                    const std::vector<int32_t> ids =
+                        round == 0 ? prompts[i] : std::vector<int32_t>{static_cast<int32_t>(20 + i)};
+                    model.forward(ids, *states[i], false);
+                    next[i].assign(ids.begin() + 1, ids.end());
+                    next[i].push_back(static_cast<int32_t>(30 + i));
+                }
+                std::vector<float> logits;
+                if (batched) {
+                    std::vector<DraftStep> steps;
+                    for (size_t i = 0; i < prompts.size(); ++i) steps.push_back({next[i], states[i].get()});
+                    logits = engine.ops().read(model.draft(steps));
+                } else {
+                    for (size_t i = 0; i < prompts.size(); ++i) {
+                        const std::vector<float> one = engine.ops().read(model.draft(next[i], *states[i]));
+                        logits.insert(logits.end(), one.begin(), one.end());
+                    }
+                }
+                out.insert(out.end(), logits.begin(), logits.end());
+            }
+            return out;
+        };
+        const std::vector<float> alone = run(false), together = run(true);
+        ASSERT_EQ(alone.size(), together.size());
+        EXPECT_TRUE(alone == together) << "max relative difference " << test::max_rel_diff(together, alone);
     }
 }
 
