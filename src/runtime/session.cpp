@@ -57,7 +57,6 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
     if (max_tokens <= 0) return out;
     Timer timer;
     const uint64_t bytes_before = model_.store().stats().bytes_read;
-    const int64_t start = n_past();
     std::vector<float> logits = forward(prompt, false);
     stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
     stats_.prompt_seconds = timer.seconds();
@@ -76,9 +75,6 @@ std::vector<int32_t> Session::generate(std::span<const int32_t> prompt, int max_
         for (int32_t token = sampler.sample(logits); emit(token); token = sampler.sample(logits))
             logits = forward(std::span<const int32_t>(&token, 1), false);
     }
-    // Every token but the last is in the state, as plain decoding leaves it (a last check pass may have run
-    // one position further).
-    state_->n_past = start + stats_.prompt_tokens + static_cast<int64_t>(out.size()) - 1;
     stats_.decode_tokens = static_cast<int64_t>(out.size()) - 1;
     stats_.decode_seconds = timer.seconds();
     return out;
@@ -108,16 +104,9 @@ void Session::generate_drafted(std::span<const int32_t> prompt, std::span<const 
             draft_check(std::span(rows).first(vocab), std::span(rows).subspan(vocab), q, d, sampler);
         ++stats_.drafts.drafted;
         stats_.drafts.accepted += c.accepted;
-        int64_t taken = 0;
-        bool go_on = true;
-        for (const int32_t t : c.tokens) {
-            ++taken;
-            if (!(go_on = emit(t))) break;
-        }
-        state.n_past -= 2 - taken;
-        if (!go_on) return;
+        if (!draft_check_take(c, state, emit)) return;
         x = c.tokens.back();
-        next = c.accepted ? std::vector<int32_t>{d, x} : std::vector<int32_t>{x};
+        next = c.tokens;
     }
 }
 

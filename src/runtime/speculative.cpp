@@ -26,4 +26,15 @@ DraftCheck draft_check(std::span<const float> after_x, std::span<const float> af
     return {true, {d, sampler.sample(after_d)}};
 }
 
+bool draft_check_take(const DraftCheck& c, ModelState& state, const std::function<bool(int32_t)>& take) {
+    int64_t taken = 0;
+    bool go_on = true;
+    for (const int32_t t : c.tokens) {
+        ++taken;
+        if (!(go_on = take(t))) break;
+    }
+    state.n_past -= 2 - taken;
+    return go_on;
+}
+
 }  // namespace coli

@@ -8,9 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
+#include "models/model.h"
 #include "runtime/sampler.h"
 
 namespace coli {
@@ -28,14 +30,19 @@ DraftVerdict draft_verdict(std::span<const double> p, std::span<const double> q,
 struct DraftCheck {
     bool accepted = false;
     // The tokens chosen, in order: the one at d's position (d itself when kept), then, when d was kept, the
-    // one after it. Of the pass's two positions the state keeps as many as the caller takes of these
-    // (a chosen token's own position is filled only by the pass after it): n_past -= 2 - taken.
+    // one after it. Taken in full, they are also the tokens that follow the pass's kept rows: the next
+    // draft's pairs.
     std::vector<int32_t> tokens;
 };
 
 // after_x, after_d: the model's logits at x's and d's positions [vocab]; q: the draft head's distribution.
 DraftCheck draft_check(std::span<const float> after_x, std::span<const float> after_d,
                        std::span<const double> q, int32_t d, Sampler& sampler);
+
+// Takes c's tokens through take, in order, while it says to go on, and drops from state the positions of the
+// pass that the tokens taken do not fill (a chosen token's position is filled only by the pass after it:
+// n_past -= 2 - taken). Returns whether generation goes on (every token taken).
+bool draft_check_take(const DraftCheck& c, ModelState& state, const std::function<bool(int32_t)>& take);
 
 // Counts of a generation's drafts, for `coli bench` and /metrics.
 struct DraftStats {

@@ -358,17 +358,12 @@ void Worker::step() {
             } else if (s.input.size() == 2) {  // a draft checked beside the last token
                 const DraftCheck c = draft_check(logits_at(0), logits_at(1), s.draft_q, s.draft, s.sampler);
                 metrics_.draft_count(c.accepted);
-                int64_t taken = 0;
-                for (const int32_t t : c.tokens) {
+                const bool go_on = draft_check_take(c, *s.slot->state, [&](int32_t t) {
                     take(s, t);
-                    ++taken;
-                    if (s.done) break;
-                }
-                sampled += taken;
-                s.slot->state->n_past -= 2 - taken;
-                draft_queue(drafts, s,
-                            taken == 2 ? std::vector<int32_t>{s.draft, s.out.back()}
-                                       : std::vector<int32_t>{s.out.back()});
+                    ++sampled;
+                    return !s.done;
+                });
+                if (go_on) draft_queue(drafts, s, c.tokens);
             } else {
                 take(s, s.sampler.sample(logits_at(0)));
                 ++sampled;

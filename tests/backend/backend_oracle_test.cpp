@@ -6,13 +6,11 @@
 
 #include "backend/registry.h"
 #include "common/batch_check.h"
+#include "common/drafting_synth.h"
 #include "common/fixture.h"
 #include "common/test_util.h"
-#include "core/thread_pool.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
-#include "synth/synth.h"
-#include "synth/synth_arch.h"
 
 namespace coli {
 namespace {
@@ -111,9 +109,8 @@ TEST(BackendOracle, BatchedSequencesGetTheirAloneLogits) {
         }
 }
 
-// The drafting checkpoints (coli synth: random weights, real per-head widths): widths divided by 16, three
-// dense layers, a MoE layer and the MTP layer, 16 experts; prompt ids spread over their vocabularies.
-constexpr int kDraftScale = 16, kDraftLayers = 4, kDraftExperts = 16, kDraftTokens = 12;
+// The drafting checkpoints' prompt (tests/common/drafting_synth.h): ids spread over their vocabularies.
+constexpr int kDraftTokens = 12;
 constexpr uint32_t kIdMultiplier = 2654435761u;
 
 // Speculative decoding on each device backend, for each family that drafts: the MTP layer's draft logits
@@ -123,14 +120,8 @@ TEST(BackendOracle, DraftsAreTheCpusAndChangeNoToken) {
     const std::vector<std::string> backends = device_backends_or_why(why);
     if (backends.empty()) GTEST_SKIP() << "SKIPPED: no device backend available here:" << why;
     const test::TempDir dir("drafts");
-    ThreadPool pool(1);
-    for (const char* arch : {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"}) {
-        const SynthOptions so{.arch = arch,
-                              .out = dir / arch,
-                              .scale = kDraftScale,
-                              .layers = kDraftLayers,
-                              .experts = kDraftExperts};
-        synth_write(so, pool);
+    for (const char* arch : test::kDraftingArchs) {
+        const SynthOptions so = test::drafting_synth(dir.path(), arch);
         const int64_t vocab = synth_arch_find(arch).config(so)["vocab_size"].get<int64_t>();
         std::vector<int32_t> prompt;
         for (uint32_t t = 1; t <= kDraftTokens; ++t)

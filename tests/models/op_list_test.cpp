@@ -19,24 +19,19 @@
 #include <utility>
 #include <vector>
 
+#include "common/drafting_synth.h"
 #include "common/fixture.h"
 #include "common/test_util.h"
-#include "core/thread_pool.h"
 #include "deepseek_v4_synth.h"
 #include "runtime/engine.h"
 #include "runtime/op_record.h"
 #include "runtime/session.h"
-#include "synth/synth.h"
-#include "synth/synth_arch.h"
 
 namespace coli {
 namespace {
 
 constexpr int kExpertCaches[] = {0, 1};  // unlimited; one slot per layer
 constexpr size_t kPrefillTokens = 6;     // a prefill of several tokens; then one token decodes
-// The drafting checkpoints (coli synth): widths divided by 16, three dense layers, a MoE layer and the MTP
-// layer, 16 experts; their vocabularies (8080 and more) hold the deepseek_v3 fixture's prompt.
-constexpr int kDraftingScale = 16, kDraftingLayers = 4, kDraftingExperts = 16;
 
 // An op as the lists declare it: its kind, and moe_experts' activation.
 using OpKey = std::pair<OpKind, GluKind>;
@@ -95,20 +90,13 @@ TEST(OpLists, RecordWhatTheForwardCalls) {
     std::vector<Recorded> runs;
     for (const char* fixture : test::kOracleFixtures) runs.push_back(from_fixture(fixture));
     runs.push_back(from_fixture("models/demo"));  // the bundled demo model (olmoe, bf16)
-    // The families that draft, with their MTP layer drafting (coli synth: random weights, real per-head
-    // widths).
+    // The families that draft, with their MTP layer drafting; their vocabularies hold the deepseek_v3
+    // fixture's prompt.
     const test::TempDir drafting("oplist-drafting");
-    ThreadPool pool(1);
-    for (const char* arch : {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"}) {
-        const SynthOptions o{.arch = arch,
-                             .out = drafting / arch,
-                             .scale = kDraftingScale,
-                             .layers = kDraftingLayers,
-                             .experts = kDraftingExperts};
-        synth_write(o, pool);
-        runs.push_back({fmt::format("synthesized {} drafting", arch), o.out,
+    for (const char* arch : test::kDraftingArchs)
+        runs.push_back({fmt::format("synthesized {} drafting", arch),
+                        test::drafting_synth(drafting.path(), arch).out,
                         from_fixture("deepseek_v3").input_ids, kPrefillTokens, true});
-    }
     if (std::filesystem::exists(test::fixtures_dir() / "deepseek_v4")) {
         runs.push_back(from_fixture("deepseek_v4"));
         runs.push_back(from_fixture("deepseek_v4_orig"));

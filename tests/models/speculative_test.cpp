@@ -12,14 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "common/drafting_synth.h"
 #include "common/fixture.h"
 #include "common/test_util.h"
-#include "core/thread_pool.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
 #include "runtime/speculative.h"
-#include "synth/synth.h"
-#include "synth/synth_arch.h"
 
 namespace coli {
 namespace {
@@ -167,13 +165,10 @@ TEST(Speculative, AModelWithoutADraftLayerIsRefusedByName) {
 // gets alone, and the batch leaves each draft cache as drafting alone does (the next drafts agree too).
 TEST(Speculative, BatchedDraftsAreEachSequencesAloneBitForBit) {
     const test::TempDir dir("drafts-batched");
-    ThreadPool pool(1);
     for (const char* arch : {"deepseek_v3", "glm_moe_dsa"}) {
         SCOPED_TRACE(arch);
-        const SynthOptions so{.arch = arch, .out = dir / arch, .scale = 16, .layers = 4, .experts = 16};
-        synth_write(so, pool);
         EngineOptions o;
-        o.model_dir = so.out;
+        o.model_dir = test::drafting_synth(dir.path(), arch).out;
         o.backend = "cpu";
         o.hot_set = "none";
         o.max_ctx = kCtx;

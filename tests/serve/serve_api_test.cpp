@@ -206,6 +206,18 @@ TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
     EXPECT_EQ(metric_value(metrics->body, R"(coli_requests_total{endpoint="completions",code="429"})"), busy);
 }
 
+// The text a server without fault hooks (--ram-gb 1, so that experts go through reads) answers to body,
+// into `text`; `check` then runs on that server.
+void fault_free_text(const std::string& body, std::string& text,
+                     const std::function<void(ServeProcess&)>& check = {}) {
+    ServeProcess clean({"--ram-gb", "1"});
+    const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    text = json::parse(r->body)["choices"][0]["text"];
+    if (check) check(clean);
+}
+
 // A server started with `variable`=`value` (a fault hook of io/ or store/, docs/reliability.md) beside one
 // without it, both with --ram-gb so that experts go through reads: the faulty server's first request ends
 // with an engine_error whose message holds each of `expect`, and its next gets the fault-free server's text.
@@ -213,13 +225,7 @@ void fault_fails_one_request(const char* variable, const char* value,
                              std::initializer_list<const char*> expect) {
     const std::string body = greedy_completion_body(8);
     std::string clean_text;
-    {
-        ServeProcess clean({"--ram-gb", "1"});
-        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
-        ASSERT_TRUE(r);
-        ASSERT_EQ(r->status, 200) << r->body;
-        clean_text = json::parse(r->body)["choices"][0]["text"];
-    }
+    ASSERT_NO_FATAL_FAILURE(fault_free_text(body, clean_text));
     ::setenv(variable, value, 1);
     ServeProcess server({"--ram-gb", "1"});
     ::unsetenv(variable);
@@ -336,16 +342,11 @@ constexpr double kStalledReadSeen = 0.3;
 TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
     const std::string body = greedy_completion_body(4);
     std::string clean_text;
-    {
-        ServeProcess clean({"--ram-gb", "1"});
-        const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
-        ASSERT_TRUE(r);
-        ASSERT_EQ(r->status, 200) << r->body;
-        clean_text = json::parse(r->body)["choices"][0]["text"];
+    ASSERT_NO_FATAL_FAILURE(fault_free_text(body, clean_text, [](ServeProcess& clean) {
         const auto metrics = clean.client()->Get("/metrics");
         ASSERT_TRUE(metrics);
         EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 0);
-    }
+    }));
     ::setenv("COLI_SLOW_READS", "1:1200", 1);
     ServeProcess server({"--ram-gb", "1"});
     ::unsetenv("COLI_SLOW_READS");
