@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bytes.h"
 #include "runtime/engine.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
@@ -46,9 +47,6 @@ std::vector<int32_t> ids_parse(const std::string& text);
 // A command-line error of CLI11 as the text of one `coli: error:` line: names the command, the word at
 // fault and where help is (`coli run --help`).
 std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv);
-
-// Human-readable byte counts ("1.23 GB").
-std::string bytes_human(uint64_t bytes);
 
 // The statistics block printed to stderr after a run: ops, fallbacks, expert cache, routing.
 void stats_print(Engine& engine);

@@ -128,14 +128,6 @@ std::vector<int32_t> ids_parse(const std::string& text) {
     return ids;
 }
 
-std::string bytes_human(uint64_t bytes) {
-    constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB"};
-    double v = static_cast<double>(bytes);
-    size_t u = 0;
-    while (v >= 1000 && u + 1 < std::size(kUnits)) v /= 1000, ++u;
-    return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, kUnits[u]);
-}
-
 void placement_print(Engine& engine) {
     if (!engine.backend_note().empty()) fmt::print(stderr, "{}\n", engine.backend_note());
     if (!engine.preload_note().empty()) fmt::print(stderr, "{}\n", engine.preload_note());
@@ -197,6 +189,9 @@ void stats_print(Engine& engine) {
     if (s.slow_reads > 0)
         fmt::print(stderr, "slow expert reads: {} took longer than {} s (the disk stalled)\n", s.slow_reads,
                    kSlowReadSeconds);
+    if (s.budget_lowerings > 0)
+        fmt::print(stderr, "RAM budget for experts: lowered to {} (failed allocations: {})\n",
+                   bytes_human(s.budget_bytes), s.budget_lowerings);
     fmt::print(stderr, "routing: {:.1f} distinct experts per layer, {:.2f} shared by consecutive tokens\n",
                s.distinct_per_layer, s.consecutive_shared);
 }

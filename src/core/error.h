@@ -15,6 +15,13 @@ public:
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// An allocation that failed (RAM or device memory). What can do with less memory (the expert store's RAM
+// cache, a device's expert tier) catches it, lowers its budget and tries again; elsewhere it is an Error.
+class OutOfMemory : public Error {
+public:
+    explicit OutOfMemory(const std::string& what) : Error(what) {}
+};
+
 // Throws coli::Error with a formatted message.
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {

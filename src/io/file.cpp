@@ -161,18 +161,21 @@ AlignedBytes aligned_alloc_bytes(size_t n) {
     // Never zero bytes: a zero-byte allocation may return nullptr, which callers would have to
     // special-case.
     const size_t bytes = align_up(n == 0 ? 1 : n);
-    check(!fault_take(failures_left), "out of memory: cannot allocate {} aligned bytes", bytes);
+    const auto out_of_memory = [bytes] {
+        return OutOfMemory(fmt::format("out of memory: cannot allocate {} aligned bytes", bytes));
+    };
+    if (fault_take(failures_left)) throw out_of_memory();
     // A buffer of a huge page or more in huge pages (core/pages.h): filling it faults once per 2 MB instead
     // of once per 4 KB page, which on a virtual machine is most of the cost of reading an expert into fresh
     // memory, and reading it misses the TLB that much less.
     if (bytes >= kHugePageBytes) {
         void* p = pages_map(bytes);
-        check(p != MAP_FAILED, "out of memory: cannot allocate {} aligned bytes", bytes);
+        if (p == MAP_FAILED) throw out_of_memory();
         return AlignedBytes(static_cast<uint8_t*>(p), AlignedFree{bytes});
     }
     void* p = nullptr;
     const int err = ::posix_memalign(&p, kDirectAlign, bytes);
-    check(err == 0 && p != nullptr, "out of memory: cannot allocate {} aligned bytes", bytes);
+    if (err != 0 || p == nullptr) throw out_of_memory();
     return AlignedBytes(static_cast<uint8_t*>(p));
 }
 

@@ -23,7 +23,7 @@ struct AlignedFree {
     void operator()(void* p) const;
 };
 using AlignedBytes = std::unique_ptr<uint8_t[], AlignedFree>;
-// n rounded up to kDirectAlign; huge pages from kHugePageBytes. Throws coli::Error when out of memory.
+// n rounded up to kDirectAlign; huge pages from kHugePageBytes. Throws coli::OutOfMemory when out of memory.
 AlignedBytes aligned_alloc_bytes(size_t n);
 
 // Attempts of a read that fails with EIO (a transient disk or network-filesystem error) before it fails.

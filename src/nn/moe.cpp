@@ -54,13 +54,20 @@ Tensor moe_routed(Ops& ops, ExpertStore& store, int layer, const Tensor& x, cons
 
     const std::set<int32_t> used(r.experts.begin(), r.experts.end());  // ascending ids
     const std::vector<int32_t> ids(used.begin(), used.end());
-    const auto group = static_cast<size_t>(store.max_resident(layer));
 
     Tensor y = ops.tensor(x.rows(), x.cols());
-    for (size_t begin = 0; begin < ids.size(); begin += group) {
-        const size_t end = std::min(ids.size(), begin + group);
-        std::vector<ExpertHandle> handles =
-            store.fetch(layer, std::span<const int32_t>(ids.data() + begin, end - begin));
+    for (size_t begin = 0, end = 0; begin < ids.size(); begin = end) {
+        // Asked for each group: a failed allocation lowers the store's budget, and with it the group.
+        const auto group = static_cast<size_t>(store.max_resident(layer));
+        end = std::min(ids.size(), begin + group);
+        std::vector<ExpertHandle> handles;
+        try {
+            handles = store.fetch(layer, std::span<const int32_t>(ids.data() + begin, end - begin));
+        } catch (const OutOfMemory&) {
+            if (static_cast<size_t>(store.max_resident(layer)) >= end - begin) throw;
+            end = begin;  // the same experts again, fewer at a time
+            continue;
+        }
         if (end < ids.size())  // the next group's reads run while this group computes
             store.prefetch(
                 layer, std::span<const int32_t>(ids.data() + end, std::min(ids.size(), end + group) - end));

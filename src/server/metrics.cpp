@@ -168,8 +168,12 @@ std::string Metrics::prometheus_text() const {
     metric_add(out, "coli_expert_evictions_total", "counter",
                "Experts dropped to stay within the RAM budget.", s.evictions);
     metric_add(out, "coli_expert_cached_bytes", "gauge", "Bytes of experts held in RAM now.", s.cached_bytes);
-    metric_add(out, "coli_expert_ram_budget_bytes", "gauge", "RAM budget for experts (0 = unlimited).",
-               info_.ram_budget);
+    metric_add(out, "coli_expert_ram_budget_bytes", "gauge",
+               "RAM budget for experts now (0 = unlimited); lowered when an allocation fails.",
+               s.budget_bytes);
+    metric_add(out, "coli_expert_ram_budget_lowered_total", "counter",
+               "Times an allocation for an expert read failed and the RAM budget for experts was lowered.",
+               s.budget_lowerings);
     metric_add(out, "coli_expert_pinned", "gauge", "Experts pinned in RAM by the hot set.", s.pinned_experts);
     metric_add(out, "coli_expert_io_stall_seconds_total", "counter",
                "Time the model waited for expert reads.", s.stall_seconds);
@@ -282,7 +286,7 @@ std::string Metrics::status_json() const {
           {"evictions", s.evictions},
           {"slow_reads", s.slow_reads},
           {"ram_cached_bytes", s.cached_bytes},
-          {"ram_budget_bytes", info_.ram_budget},
+          {"ram_budget_bytes", s.budget_bytes},
           {"pinned", s.pinned_experts},
           {"total_bytes", info_.expert_bytes}}},
         {"prefix_cache",

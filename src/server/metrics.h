@@ -27,7 +27,6 @@ struct ServerInfo {
     std::string backend;          // where ops run: "cpu", "cuda", ...
     std::string backend_detail;   // the backend's one-line description
     std::string fallback_target;  // where declined ops run ("cpu"), or "" when the backend is the CPU
-    uint64_t ram_budget = 0;      // expert RAM budget in bytes; 0 = unlimited
     uint64_t prefix_budget = 0;   // the prefix cache's RAM budget in bytes; 0 = off
     uint64_t expert_bytes = 0;    // all routed experts on disk
     int64_t max_ctx = 0;          // context length

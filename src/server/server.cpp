@@ -121,7 +121,6 @@ struct Server::Impl {
                 .backend = backend,
                 .backend_detail = engine.backend().description(),
                 .fallback_target = backend == "cpu" ? "" : "cpu",
-                .ram_budget = static_cast<uint64_t>(engine.options().ram_gb * kBytesPerGB),
                 .prefix_budget = o.prefix_cache.ram_bytes,
                 .expert_bytes = m.expert_bytes,
                 .max_ctx = m.max_ctx,

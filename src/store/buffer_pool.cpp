@@ -2,10 +2,27 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 
+#include "core/error.h"
 #include "store/buffer_meter.h"
 
 namespace coli {
+
+namespace {
+
+// The test hook of docs/reliability.md for memory pressure: COLI_STORE_MEMORY_LIMIT=BYTES makes a new
+// buffer fail as out of memory when the pool's buffers (handed out and kept) would exceed BYTES, as a
+// machine whose other processes took the rest of its memory would.
+uint64_t memory_limit() {
+    static const uint64_t limit = [] {
+        const char* env = std::getenv("COLI_STORE_MEMORY_LIMIT");
+        return env != nullptr ? std::strtoull(env, nullptr, 10) : uint64_t{0};
+    }();
+    return limit;
+}
+
+}  // namespace
 
 uint64_t pool_size_class(uint64_t bytes) {
     if (bytes <= kSizeClassMin) return bytes;
@@ -28,6 +45,9 @@ AlignedBytes BufferPool::take(uint64_t bytes) {
         return buf;
     }
     if (cap_ > 0) free_kept(cap_ - std::min(cap_, allocated_bytes_ - kept_bytes_ + bytes));
+    if (const uint64_t limit = memory_limit(); limit > 0 && allocated_bytes_ + bytes > limit)
+        throw OutOfMemory(
+            fmt::format("out of memory: cannot allocate {} aligned bytes (COLI_STORE_MEMORY_LIMIT)", bytes));
     // On the meter before the allocation, so that the meter never shows less than what is allocated.
     buffer_meter_add(bytes);
     try {
@@ -57,6 +77,17 @@ void BufferPool::free_kept(uint64_t keep) {
         }
         it = bufs.empty() ? kept_.erase(it) : std::next(it);
     }
+}
+
+uint64_t BufferPool::allocated_bytes() const {
+    std::lock_guard lock(mu_);
+    return allocated_bytes_;
+}
+
+void BufferPool::cap_lower(uint64_t cap) {
+    std::lock_guard lock(mu_);
+    cap_ = cap;
+    free_kept(cap_ - std::min(cap_, allocated_bytes_ - kept_bytes_));
 }
 
 uint64_t BufferPool::kept_bytes() const {

@@ -34,16 +34,19 @@ public:
 
     // A kept buffer of exactly `bytes` (a size class), or a newly allocated one, for which kept buffers of
     // other sizes are freed as far as the cap needs. The caller keeps the buffers handed out within the
-    // cap (the store charges an expert to its budget before reading it).
+    // cap (the store charges an expert to its budget before reading it). Throws coli::OutOfMemory.
     AlignedBytes take(uint64_t bytes);
     // Keeps `buf` (taken with `bytes`) for a later take().
     void give(AlignedBytes buf, uint64_t bytes);
     uint64_t kept_bytes() const;
+    uint64_t allocated_bytes() const;  // handed out and kept
+    // Lowers the cap (the store's budget, lowered after an allocation failed); kept buffers beyond it go.
+    void cap_lower(uint64_t cap);
 
 private:
     void free_kept(uint64_t keep);  // lock held: frees kept buffers until at most `keep` bytes are kept
 
-    const uint64_t cap_;
+    uint64_t cap_;
     mutable std::mutex mu_;
     std::unordered_map<uint64_t, std::vector<AlignedBytes>> kept_;  // by buffer size
     uint64_t kept_bytes_ = 0;

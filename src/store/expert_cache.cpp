@@ -53,6 +53,14 @@ bool ExpertCache::make_room(int layer, uint64_t bytes) {
     return true;
 }
 
+void ExpertCache::budget_lower(uint64_t bytes) {
+    budget_ = bytes;
+    for (auto it = lru_.begin(); it != lru_.end() && charged_ > budget_;) {
+        Entry* e = *it++;  // evicting erases e's list node
+        if (evictable(slots_[key(e->layer, e->expert)])) evict(e);
+    }
+}
+
 void ExpertCache::evict(Entry* e) {
     ++evictions_;
     remove(e);

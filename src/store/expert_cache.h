@@ -33,6 +33,10 @@ public:
     // Adds an entry (most recently used) and charges its buffers; make_room must have said it fits.
     void insert(std::shared_ptr<Entry> e);
 
+    // Lowers the budget (an allocation failed) and evicts least-recently-used evictable entries until the
+    // charged bytes are within it, as far as evicting can go (entries in use stay: they were charged before).
+    void budget_lower(uint64_t bytes);
+
     // Drops an entry regardless of its state (a failed read); handles keep it alive, uncharged.
     void remove(Entry* e);
 

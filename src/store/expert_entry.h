@@ -28,6 +28,8 @@ struct ExpertHandle::Entry {
     State state = State::loading;
     int reads_pending = 0;
     std::string error;  // why a read failed (state == failed)
+    bool out_of_memory =
+        false;  // the failure was an allocation the budget's lowering could not make room for
     bool pinned = false;
     std::list<Entry*>::iterator lru;  // position in the cache's recency list
 };

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "core/bytes.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -32,15 +33,7 @@ namespace {
 
 using Entry = ExpertHandle::Entry;
 
-constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
-constexpr double kGB =
-    1e9;  // --ram-gb is in decimal gigabytes; suggesting them rounded up is safe either way
-
-std::string show_bytes(uint64_t b) {
-    if (b >= kGiB) return fmt::format("{:.2f} GiB", b / kGiB);
-    if (b >= kMiB) return fmt::format("{:.1f} MiB", b / kMiB);
-    return fmt::format("{:.1f} KiB", b / kKiB);
-}
+constexpr double kGB = 1e9;  // --ram-gb is in decimal gigabytes
 
 // A --ram-gb value that holds `bytes`: rounded up to the hundredth.
 std::string ram_gb_for(uint64_t bytes) {
@@ -71,7 +64,12 @@ struct ExpertStore::Impl {
     // count_stall; throws coli::Error naming the first whose read failed.
     void wait_ready(std::unique_lock<std::mutex>& lock, const std::vector<std::shared_ptr<Entry>>& entries,
                     bool count_stall);
-    int max_resident(int layer) const;
+    int max_resident(int layer) const;            // lock held
+    uint64_t hot_cap_for(uint64_t budget) const;  // bytes the hot set may take of it
+    // After an allocation for a read of `e` failed (`why`): lowers the budget to what the store had
+    // allocated then, at least the experts a token uses in a layer, evicting to fit, and warns. False
+    // when it cannot go lower. Lock held.
+    bool budget_lower(const Entry& e, const std::string& why);
     [[noreturn]] void fail_too_big(int layer, const std::vector<std::shared_ptr<Entry>>& held_for_request,
                                    const std::vector<int>& missing) const;
 
@@ -97,6 +95,7 @@ struct ExpertStore::Impl {
     uint64_t hot_experts = 0;
     uint64_t records_since_refresh = 0;
     uint64_t hits = 0, misses = 0, bytes_read = 0;
+    uint64_t budget_lowerings = 0;
     double stall_seconds = 0;
     uint64_t slow_reads = 0;
     double moe_seconds = 0;
@@ -133,20 +132,18 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
     const uint64_t ram = opts.ram_bytes;
     check(ram == 0 || ram >= largest,
           "the RAM budget for experts ({}) is smaller than one expert ({}); raise --ram-gb to at least {}",
-          show_bytes(ram), show_bytes(largest), ram_gb_for(largest));
+          bytes_human(ram), bytes_human(largest), ram_gb_for(largest));
     const int k = std::max(1, layout.top_k);
     if (ram > 0 && ram < k * largest)
         log_warn(
             "the RAM budget for experts ({}) holds fewer than the {} experts a token uses in a layer ({} "
             "each): tokens are processed in several groups, which is slow; --ram-gb {} would hold them",
-            show_bytes(ram), k, show_bytes(largest), ram_gb_for(k * largest));
+            bytes_human(ram), k, bytes_human(largest), ram_gb_for(k * largest));
 
     // The pinned hot set takes at most hot_fraction of the budget and of each layer's slots, and always
     // leaves room for the top_k experts of one token, so that pins never make a normal fetch fail.
     if (hot_enabled) {
-        hot_cap = ram == 0
-                      ? UINT64_MAX
-                      : std::min(uint64_t(opts.hot_fraction * double(ram)), ram - std::min(ram, k * largest));
+        hot_cap = hot_cap_for(ram);
         const int slots = opts.slots_per_layer;
         pin_slots =
             slots == 0 ? INT_MAX : std::min(int(opts.hot_fraction * slots), slots - std::min(slots, k));
@@ -162,10 +159,38 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
         refresh_hot_set();
     }
     log_debug("expert store: {} of routed experts in {} layers, {}, {} I/O threads",
-              show_bytes(index->total_bytes()), index->n_layers(),
+              bytes_human(index->total_bytes()), index->n_layers(),
               opts.source == ExpertSource::mapped ? "used in place from the file mappings"
-                                                  : "budget " + (ram ? show_bytes(ram) : "unlimited"),
+                                                  : "budget " + (ram ? bytes_human(ram) : "unlimited"),
               opts.io_threads);
+}
+
+uint64_t ExpertStore::Impl::hot_cap_for(uint64_t budget) const {
+    const uint64_t token = std::max(1, layout.top_k) * index->max_buffer_bytes();
+    return budget == 0
+               ? UINT64_MAX
+               : std::min(uint64_t(opts.hot_fraction * double(budget)), budget - std::min(budget, token));
+}
+
+bool ExpertStore::Impl::budget_lower(const Entry& e, const std::string& why) {
+    const uint64_t token = std::max(1, layout.top_k) * index->max_buffer_bytes();
+    const uint64_t budget = cache.budget();
+    const uint64_t lowered = std::max(token, pool->allocated_bytes());
+    if (budget != 0 && lowered >= budget) return false;
+    log_warn(
+        "expert store: reading expert {} of layer {}: {}; the RAM budget for experts is lowered from {} to "
+        "{} "
+        "and the read is tried again: fewer experts stay cached, tokens are the same",
+        e.expert, e.layer, why, budget == 0 ? std::string("unlimited") : bytes_human(budget),
+        bytes_human(lowered));
+    cache.budget_lower(lowered);
+    pool->cap_lower(lowered);
+    if (hot_enabled) {
+        hot_cap = hot_cap_for(lowered);
+        refresh_hot_set();
+    }
+    ++budget_lowerings;
+    return true;
 }
 
 void ExpertStore::Impl::check_request(int layer, std::span<const int> experts) const {
@@ -236,12 +261,21 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
     const bool mapped = opts.source == ExpertSource::mapped;
     ReadBuffer buf;
     std::string error;
+    bool out_of_memory = false;
     const Timer reading;
-    try {
-        buf = mapped ? ReadBuffer::map(ckpt, range) : ReadBuffer::read(*files[range.file], range, pool);
-        parts_nan_check(*e, i, buf);
-    } catch (const std::exception& ex) {
-        error = ex.what();
+    for (;;) {
+        try {
+            buf = mapped ? ReadBuffer::map(ckpt, range) : ReadBuffer::read(*files[range.file], range, pool);
+            parts_nan_check(*e, i, buf);
+        } catch (const OutOfMemory& ex) {
+            std::lock_guard lock(mu);
+            if (budget_lower(*e, ex.what())) continue;
+            error = ex.what();
+            out_of_memory = true;
+        } catch (const std::exception& ex) {
+            error = ex.what();
+        }
+        break;
     }
 
     const double seconds = reading.seconds();
@@ -251,7 +285,7 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
         log_warn(
             "expert store: reading {} of expert {} of layer {} took {:.1f} s: the disk is stalling; reads "
             "slower than {} s are counted (summary of coli run, coli_expert_slow_reads_total of coli serve)",
-            show_bytes(range.length), e->expert, e->layer, seconds, kSlowReadSeconds);
+            bytes_human(range.length), e->expert, e->layer, seconds, kSlowReadSeconds);
     if (error.empty()) {
         e->buffers[i] = std::move(buf);
         // O_DIRECT reads whole blocks.
@@ -259,6 +293,7 @@ void ExpertStore::Impl::run_read(Entry* e, uint32_t i) {
         bytes_read += direct ? ReadFile::direct_bytes(range.length, range.offset) : range.length;
     } else if (e->error.empty()) {
         e->error = error;
+        e->out_of_memory = out_of_memory;
     }
     ++reads_finished;
     read_done.notify_all();
@@ -302,8 +337,8 @@ void ExpertStore::Impl::fail_too_big(int layer, const std::vector<std::shared_pt
         "expert store: layer {} needs {} for {} experts at once, but the RAM budget for experts is {} "
         "and {} of it is held by pinned or in-use experts; raise --ram-gb to at least {} or fetch at "
         "most max_resident() = {} at a time",
-        layer, show_bytes(request), n, show_bytes(budget), show_bytes(others), ram_gb_for(others + request),
-        max_resident(layer));
+        layer, bytes_human(request), n, bytes_human(budget), bytes_human(others),
+        ram_gb_for(others + request), max_resident(layer));
 }
 
 ExpertStore::ExpertStore(const Checkpoint& ckpt, ExpertLayout layout, StoreOptions opts)
@@ -415,9 +450,13 @@ void ExpertStore::Impl::wait_ready(std::unique_lock<std::mutex>& lock,
         read_done.wait(lock, landed);
         if (count_stall) stall_seconds += waiting.seconds();
     }
-    for (const auto& e : entries)
-        check(e->state == Entry::State::ready, "expert store: cannot read expert {} of layer {}: {}",
-              e->expert, e->layer, e->error);
+    for (const auto& e : entries) {
+        if (e->state == Entry::State::ready) continue;
+        const std::string what =
+            fmt::format("expert store: cannot read expert {} of layer {}: {}", e->expert, e->layer, e->error);
+        if (e->out_of_memory) throw OutOfMemory(what);
+        throw Error(what);
+    }
 }
 
 void ExpertStore::Impl::sort_by_disk(int layer, std::vector<int>& experts) const {
@@ -473,8 +512,9 @@ int ExpertStore::Impl::max_resident(int layer) const {
     // loaded, so any fewer than that only leave more room.
     int64_t n = index->n_experts();
     if (opts.slots_per_layer > 0) n = std::min<int64_t>(n, opts.slots_per_layer - pin_slots);
-    if (opts.ram_bytes > 0)
-        n = std::min<int64_t>(n, int64_t((opts.ram_bytes - hot_cap) / index->max_buffer_bytes(layer)));
+    if (const uint64_t budget = cache.budget(); budget > 0)
+        n = std::min<int64_t>(n,
+                              int64_t((budget - std::min(budget, hot_cap)) / index->max_buffer_bytes(layer)));
     return static_cast<int>(std::max<int64_t>(1, n));
 }
 
@@ -482,6 +522,7 @@ int ExpertStore::max_resident(int layer) const {
     const Impl& s = *impl_;
     check(layer >= 0 && layer < s.index->n_layers(), "expert store: layer {} is out of range [0, {})", layer,
           s.index->n_layers());
+    std::lock_guard lock(s.mu);  // the budget may be lowered by a failed allocation
     return s.max_resident(layer);
 }
 
@@ -527,6 +568,8 @@ StoreStats ExpertStore::stats() const {
     st.moe_seconds = s.moe_seconds;
     st.moe_calls = s.moe_calls;
     st.cached_bytes = s.cache.charged_bytes();
+    st.budget_bytes = s.cache.budget();
+    st.budget_lowerings = s.budget_lowerings;
     st.kept_bytes = s.pool->kept_bytes();
     st.pinned_experts = s.hot_experts;
     st.distinct_per_layer = s.routing.distinct_per_layer();

@@ -53,17 +53,19 @@ inline constexpr double kSlowReadSeconds = 1.0;
 
 // Counters since the store was opened.
 struct StoreStats {
-    uint64_t hits = 0;            // fetches served from RAM
-    uint64_t misses = 0;          // fetches that needed a read
-    uint64_t evictions = 0;       // experts dropped to stay within the budget
-    uint64_t bytes_read = 0;      // bytes read (aligned ranges, as issued); mapped: bytes brought in
-    bool mapped = false;          // the experts are views of the file mappings (ExpertSource::mapped)
-    double read_seconds = 0;      // wall time with at least one read in flight
-    double stall_seconds = 0;     // time fetch() waited for reads
-    uint64_t slow_reads = 0;      // reads that took longer than kSlowReadSeconds
-    uint64_t cached_bytes = 0;    // bytes held now (<= budget)
-    uint64_t kept_bytes = 0;      // bytes of read buffers kept for reuse now (with those held: <= budget)
-    uint64_t pinned_experts = 0;  // experts in the hot set now
+    uint64_t hits = 0;              // fetches served from RAM
+    uint64_t misses = 0;            // fetches that needed a read
+    uint64_t evictions = 0;         // experts dropped to stay within the budget
+    uint64_t bytes_read = 0;        // bytes read (aligned ranges, as issued); mapped: bytes brought in
+    bool mapped = false;            // the experts are views of the file mappings (ExpertSource::mapped)
+    double read_seconds = 0;        // wall time with at least one read in flight
+    double stall_seconds = 0;       // time fetch() waited for reads
+    uint64_t slow_reads = 0;        // reads that took longer than kSlowReadSeconds
+    uint64_t cached_bytes = 0;      // bytes held now (<= budget)
+    uint64_t kept_bytes = 0;        // bytes of read buffers kept for reuse now (with those held: <= budget)
+    uint64_t budget_bytes = 0;      // the RAM budget now (0 = unlimited): lowered when an allocation failed
+    uint64_t budget_lowerings = 0;  // times an allocation failed and the budget was lowered
+    uint64_t pinned_experts = 0;    // experts in the hot set now
     // Routing statistics (see docs/design.md: synthetic models lie about caching).
     double distinct_per_layer = 0;  // mean over MoE layers of distinct experts used
     double consecutive_shared = 0;  // mean experts shared by consecutive tokens in a layer
@@ -109,7 +111,9 @@ public:
 
     // Returns handles for the experts (same order), reading the missing ones (issued at once, in
     // disk-offset order, on the I/O threads) and waiting for them. Throws coli::Error if the experts
-    // cannot fit in the budget at once; see max_resident().
+    // cannot fit in the budget at once; see max_resident(). A read whose buffer cannot be allocated lowers
+    // the budget to what the store held and is tried again; if the request still does not fit, it throws
+    // coli::OutOfMemory, and a smaller max_resident() says whether fewer experts at a time would.
     std::vector<ExpertHandle> fetch(int layer, std::span<const int> experts);
 
     // Reads experts into the cache before any token needs them, layer by layer and in disk order within a

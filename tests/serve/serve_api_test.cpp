@@ -375,8 +375,36 @@ TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
 // Memory exhausted while the expert store allocates a read buffer (COLI_FAIL_ALLOCS fails the first
 // allocation): that request ends with an engine_error saying so, and the next is answered with the text
 // of a server that never saw the fault.
-TEST(ServeApi, AFailedExpertAllocationFailsItsRequestAndTheNextIsServed) {
-    fault_fails_one_request("COLI_FAIL_ALLOCS", "1", {"out of memory"});
+// Memory that runs out as the store reads experts (docs/reliability.md): one allocation failing
+// (COLI_FAIL_ALLOCS=1) or a limit on the store's buffers as other processes' memory would set it
+// (COLI_STORE_MEMORY_LIMIT). The store lowers its budget, the request gets the fault-free text, and
+// /metrics shows the lowering and the budget now.
+void short_of_memory_answers(const char* variable, const char* value) {
+    constexpr double kLimit = 1'500'000;  // 6 of the demo model's 32 experts (248 KB read buffers)
+    const std::string body = greedy_completion_body(8);
+    std::string clean_text;
+    ASSERT_NO_FATAL_FAILURE(fault_free_text(body, clean_text));
+    ::setenv(variable, value, 1);
+    ServeProcess server({"--ram-gb", "1"});
+    ::unsetenv(variable);
+    const auto answer = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(answer);
+    ASSERT_EQ(answer->status, 200) << answer->body;
+    EXPECT_EQ(json::parse(answer->body)["choices"][0]["text"], clean_text);
+    const auto metrics = server.client()->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metric_value(metrics->body, "coli_expert_ram_budget_lowered_total"), 1);
+    const double budget = metric_value(metrics->body, "coli_expert_ram_budget_bytes");
+    EXPECT_GT(budget, 0);
+    EXPECT_LE(budget, kLimit);
+}
+
+TEST(ServeApi, AFailedExpertAllocationLowersTheBudgetAndTheRequestIsAnswered) {
+    short_of_memory_answers("COLI_FAIL_ALLOCS", "1");
+}
+
+TEST(ServeApi, AStoreShortOfMemoryAnswersWithALowerBudgetShownInMetrics) {
+    short_of_memory_answers("COLI_STORE_MEMORY_LIMIT", "1500000");
 }
 
 // Headers far beyond what the HTTP layer reads (8 KB): a 400 error object, and the server goes on.

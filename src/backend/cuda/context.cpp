@@ -20,8 +20,14 @@ constexpr double kBytesPerGB = 1e9;
 }  // namespace
 
 void cuda_check(cudaError_t err, const char* what) {
-    if (err != cudaSuccess)
-        fail("cuda: {} failed: {} ({})", what, cudaGetErrorString(err), cudaGetErrorName(err));
+    if (err == cudaSuccess) return;
+    const std::string message =
+        fmt::format("cuda: {} failed: {} ({})", what, cudaGetErrorString(err), cudaGetErrorName(err));
+    if (err == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();  // not sticky: cleared, so that the next launch's check does not see it
+        throw OutOfMemory(message);
+    }
+    throw Error(message);
 }
 
 Context::Context(int dev) : device(dev) {

@@ -111,10 +111,11 @@ private:
     }
     const float* inv_freq(const RopeParams& p);  // cached per (theta, rotary_dim, yarn)
     // moe_experts for decode (few tokens per expert: batched launches) and for prefill (per expert).
-    void moe_batched(cuda::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
-                     const Routing& r, const Tensor& x, Tensor& y);
-    void moe_per_expert(cuda::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
-                        const Tensor& x, Tensor& y);
+    // dev[u]: the device copy of experts[p.used[u]].
+    void moe_batched(std::span<const cuda::DeviceExpertPtr> dev, const MoePlan& p,
+                     std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y);
+    void moe_per_expert(std::span<const cuda::DeviceExpertPtr> dev, const MoePlan& p,
+                        std::span<const ExpertWeights> experts, const Tensor& x, Tensor& y);
 
     std::shared_ptr<cuda::Context> ctx_;
     // Rope tables on the device, by (theta, rotary_dim, yarn factor, original context, beta_fast, beta_slow).

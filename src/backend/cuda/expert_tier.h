@@ -26,6 +26,7 @@ struct DeviceExpert {
 // The VRAM tier. Uploads run on the context's upload stream and complete on each expert's `ready` event,
 // which the compute stream waits for, so one expert's upload overlaps the previous expert's kernels.
 using ExpertTier = DeviceExpertTier<DeviceExpert>;
+using DeviceExpertPtr = std::shared_ptr<DeviceExpert>;  // held until the kernels that read it are queued
 std::unique_ptr<ExpertTier> expert_tier_new(std::shared_ptr<Context> ctx, uint64_t capacity_bytes);
 
 // Device bytes of one expert's three matrices.

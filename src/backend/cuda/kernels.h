@@ -22,7 +22,8 @@ struct DeviceWeight {
     const void* scales = nullptr;  // per-format scales, nullptr for f32/bf16/f16
 };
 
-// Throws coli::Error naming `what` and CUDA's message when err is not cudaSuccess.
+// Throws coli::Error naming `what` and CUDA's message when err is not cudaSuccess (coli::OutOfMemory for
+// cudaErrorMemoryAllocation: an expert tier lowers its capacity and tries again).
 void cuda_check(cudaError_t err, const char* what);
 
 // y[t][r] = dot(x[t], row r of w) for t < n, one pass over w per kCudaGemvMaxTokens tokens.

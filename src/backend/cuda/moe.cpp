@@ -8,8 +8,9 @@
 //     same row; rows of tokens that are not consecutive are gathered first) and the combine's slots travel
 //     in its launch parameters.
 //   prefill: per expert (ascending id, as the CPU adds them) gather its tokens, gate and up matmuls,
-//     activation, down matmul, add back weighted; the next expert's upload is issued before the current
-//     expert's kernels are queued, so copies overlap compute.
+//     activation, down matmul, add back weighted. Every expert's upload is issued before the first kernel
+//     (each completes on its own event), so copies overlap compute, and an upload that fails leaves y as it
+//     was for the CPU fallback.
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -67,20 +68,21 @@ void CudaBackend::moe_experts(std::span<const ExpertWeights> experts, const Rout
     const MoePlan plan = moe_begin(experts, r, x, y);
     cuda::ExpertTier& tier = tier_for_call<cuda::ExpertTier>();
     if (plan.used.empty()) return;
+    // All uploads queued first, each on its own event: the kernels of one expert still overlap the uploads
+    // of the next.
+    const std::vector<cuda::DeviceExpertPtr> dev = tier.acquire_all(experts, plan.used);
     if (moe_batchable(plan, experts, r, kBatchLimits))
-        moe_batched(tier, plan, experts, r, x, y);
+        moe_batched(dev, plan, experts, r, x, y);
     else
-        moe_per_expert(tier, plan, experts, x, y);
+        moe_per_expert(dev, plan, experts, x, y);
 }
 
-void CudaBackend::moe_batched(cuda::ExpertTier& tier, const MoePlan& p,
+void CudaBackend::moe_batched(std::span<const cuda::DeviceExpertPtr> dev, const MoePlan& p,
                               std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                               Tensor& y) {
     cudaStream_t s = ctx_->compute;
     const int64_t d_model = x.cols(), d_ff = p.max_ff, total = p.total();
     const cuda::GluArgs act = glu_args(experts[p.used.front()].act);
-    std::vector<std::shared_ptr<cuda::DeviceExpert>> dev;
-    for (size_t i : p.used) dev.push_back(tier.acquire(experts[i]));  // all uploads queued first
     for (const auto& d : dev)  // a wait for an upload long done would only keep the GEMV from starting early
         if (cudaEventQuery(d->ready) != cudaSuccess)
             cuda_check(cudaStreamWaitEvent(s, d->ready, 0), "wait for expert upload");
@@ -123,7 +125,7 @@ void CudaBackend::moe_batched(cuda::ExpertTier& tier, const MoePlan& p,
     moe_combine_launch(p, r, out.get(), d_model, static_cast<float*>(y.storage()), s);
 }
 
-void CudaBackend::moe_per_expert(cuda::ExpertTier& tier, const MoePlan& p,
+void CudaBackend::moe_per_expert(std::span<const cuda::DeviceExpertPtr> dev, const MoePlan& p,
                                  std::span<const ExpertWeights> experts, const Tensor& x, Tensor& y) {
     cudaStream_t s = ctx_->compute;
     const int64_t d_model = x.cols();
@@ -132,20 +134,17 @@ void CudaBackend::moe_per_expert(cuda::ExpertTier& tier, const MoePlan& p,
     cuda::Scratch<float> xs(ctx_, p.max_rows * d_model), gate(ctx_, p.max_rows * p.max_ff),
         up(ctx_, p.max_rows * p.max_ff), out(ctx_, p.max_rows * d_model);
 
-    std::shared_ptr<cuda::DeviceExpert> next = tier.acquire(experts[p.used[0]]);
     for (size_t u = 0; u < p.used.size(); ++u) {
         const size_t i = p.used[u];
-        const std::shared_ptr<cuda::DeviceExpert> dev = next;  // kept alive until its kernels are queued
-        if (u + 1 < p.used.size())
-            next = tier.acquire(experts[p.used[u + 1]]);  // upload overlaps the kernels below
-        const int64_t m = p.rows_of(i), d_ff = dev->gate.rows;
-        cuda_check(cudaStreamWaitEvent(s, dev->ready, 0), "wait for expert upload");
+        const cuda::DeviceExpert& e = *dev[u];
+        const int64_t m = p.rows_of(i), d_ff = e.gate.rows;
+        cuda_check(cudaStreamWaitEvent(s, e.ready, 0), "wait for expert upload");
         cuda::gather_rows(static_cast<const float*>(x.storage()), d_model, d_rows.get() + p.offset[i], m,
                           xs.get(), s);
-        matmul_device(dev->gate, xs.get(), m, gate.get());  // [m, d_ff]
-        matmul_device(dev->up, xs.get(), m, up.get());      // [m, d_ff]
+        matmul_device(e.gate, xs.get(), m, gate.get());  // [m, d_ff]
+        matmul_device(e.up, xs.get(), m, up.get());      // [m, d_ff]
         cuda::glu(gate.get(), up.get(), m * d_ff, glu_args(experts[i].act), gate.get(), s);
-        matmul_device(dev->down, gate.get(), m, out.get());  // [m, d_model]
+        matmul_device(e.down, gate.get(), m, out.get());  // [m, d_model]
         cuda::scatter_add(out.get(), d_model, d_rows.get() + p.offset[i], d_gains.get() + p.offset[i], m,
                           static_cast<float*>(y.storage()), s);
     }

@@ -7,15 +7,20 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "backend/tensor.h"
+#include "core/bytes.h"
 #include "core/error.h"
+#include "core/log.h"
 
 namespace coli {
 
@@ -26,6 +31,7 @@ struct TierStats {
     uint64_t evictions = 0;       // experts dropped for space
     uint64_t uncached = 0;        // experts used once without a tier slot (tier too small)
     uint64_t resident_bytes = 0;  // bytes held now
+    uint64_t lowered = 0;         // times a device allocation failed and the capacity was lowered
 };
 
 // What a device backend's base knows of its tier, whatever the expert type: the budget and the counts.
@@ -41,11 +47,13 @@ public:
 
     // One line for `coli run`'s end-of-run report.
     std::string summary() const {
-        constexpr double kMB = 1e6, kGB = 1e9;
-        return fmt::format(
-            "{}: {} hits, {} uploads ({:.1f} MB), {} evictions, {} uncached, {:.1f} MB resident of {:.2f} GB",
-            name_, stats_.hits, stats_.uploads, stats_.upload_bytes / kMB, stats_.evictions, stats_.uncached,
-            stats_.resident_bytes / kMB, capacity_ / kGB);
+        std::string line =
+            fmt::format("{}: {} hits, {} uploads ({}), {} evictions, {} uncached, {} resident of {}", name_,
+                        stats_.hits, stats_.uploads, bytes_human(stats_.upload_bytes), stats_.evictions,
+                        stats_.uncached, bytes_human(stats_.resident_bytes), bytes_human(capacity_));
+        if (stats_.lowered > 0)
+            line += fmt::format(" (lowered; failed device allocations: {})", stats_.lowered);
+        return line;
     }
 
 protected:
@@ -72,6 +80,17 @@ public:
           bytes_of_(std::move(bytes_of)),
           upload_(std::move(upload)) {}
 
+    // The device copies of experts[i] for i in `used`, in that order, every upload queued before the caller
+    // queues a kernel: when one fails (device memory) the op has not touched its output yet, so the
+    // dispatcher can run it on the CPU from the same inputs.
+    std::vector<std::shared_ptr<Expert>> acquire_all(std::span<const ExpertWeights> experts,
+                                                     std::span<const size_t> used) {
+        std::vector<std::shared_ptr<Expert>> dev;
+        dev.reserve(used.size());
+        for (size_t i : used) dev.push_back(acquire(experts[i]));
+        return dev;
+    }
+
     // The device copy of e, uploading it when missing. Memory of evicted experts is released by the
     // backend after the commands already queued have run (their shared_ptr is held there).
     std::shared_ptr<Expert> acquire(const ExpertWeights& e) {
@@ -89,8 +108,17 @@ public:
             return s.expert;
         }
         const uint64_t bytes = bytes_of_(e);
-        const bool fits = make_room(bytes);  // before allocating: the tier never exceeds its budget
-        std::shared_ptr<Expert> d = upload_(e);
+        bool fits = false;
+        std::shared_ptr<Expert> d;
+        for (;;) {
+            fits = make_room(bytes);  // before allocating: the tier never exceeds its budget
+            try {
+                d = upload(e, bytes);
+                break;
+            } catch (const OutOfMemory& ex) {
+                if (!capacity_lower(e, ex.what())) throw;  // the op then runs on the CPU, counted
+            }
+        }
         d->bytes = bytes;
         d->used_in_call = call_;
         ++stats_.uploads;
@@ -108,6 +136,33 @@ public:
 private:
     static uint64_t key_of(int32_t layer, int32_t id) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 32) | static_cast<uint32_t>(id);
+    }
+
+    // upload_, or the test hook of docs/reliability.md for a device short of memory:
+    // COLI_TIER_MEMORY_LIMIT=BYTES makes an upload fail as the device's allocation would when the tier's
+    // resident experts and this one would exceed BYTES.
+    std::shared_ptr<Expert> upload(const ExpertWeights& e, uint64_t bytes) {
+        static const uint64_t limit = [] {
+            const char* env = std::getenv("COLI_TIER_MEMORY_LIMIT");
+            return env != nullptr ? std::strtoull(env, nullptr, 10) : uint64_t{0};
+        }();
+        if (limit > 0 && stats_.resident_bytes + bytes > limit)
+            throw OutOfMemory(
+                fmt::format("out of device memory for {} bytes (COLI_TIER_MEMORY_LIMIT)", bytes));
+        return upload_(e);
+    }
+
+    // After an upload of e failed for memory (`why`): the capacity becomes what the tier held then, so that
+    // the next make_room evicts what the upload needs, and a warning says so. False when it cannot go lower.
+    bool capacity_lower(const ExpertWeights& e, const std::string& why) {
+        if (stats_.resident_bytes >= capacity_) return false;
+        log_warn(
+            "{}: uploading expert {} of layer {}: {}; its capacity is lowered from {} to {} (what it held) "
+            "and the upload is tried again: fewer experts stay on the device, tokens are the same",
+            name_, e.id, e.layer, why, bytes_human(capacity_), bytes_human(stats_.resident_bytes));
+        capacity_ = stats_.resident_bytes;
+        ++stats_.lowered;
+        return true;
     }
 
     // Evicts least recently used entries not in the current call until `bytes` more fit.

@@ -52,8 +52,12 @@ Buffer buffer_allocate(Context& ctx, uint64_t bytes, Memory kind) {
     const VkResult r = ctx.api.vkAllocateMemory(ctx.device, &mai, nullptr, &b.memory);
     if (r != VK_SUCCESS) {
         ctx.api.vkDestroyBuffer(ctx.device, b.buffer, nullptr);
-        fail("vulkan: allocating {:.1f} MB failed: {} (lower --vram-gb, or use a smaller model)", bytes / 1e6,
-             vk_result_name(r));
+        const std::string what = fmt::format(
+            "vulkan: allocating {:.1f} MB failed: {} (lower --vram-gb, or use a "
+            "smaller model)",
+            bytes / 1e6, vk_result_name(r));
+        if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) throw OutOfMemory(what);
+        throw Error(what);
     }
     vk_check(ctx.api.vkBindBufferMemory(ctx.device, b.buffer, b.memory, 0), "vkBindBufferMemory");
     if (kind != Memory::device)

@@ -20,6 +20,7 @@ struct DeviceExpert {
 
 // The device tier. Uploads are queued on the stream before the commands that use them.
 using ExpertTier = DeviceExpertTier<DeviceExpert>;
+using DeviceExpertPtr = std::shared_ptr<DeviceExpert>;  // held until the commands that read it have run
 std::unique_ptr<ExpertTier> expert_tier_new(Stream& stream, uint64_t capacity_bytes);
 
 }  // namespace coli::vk

@@ -53,22 +53,21 @@ void VulkanBackend::moe_experts(std::span<const ExpertWeights> experts, const Ro
     const MoePlan p = moe_begin(experts, r, x, y);
     vk::ExpertTier& tier = tier_for_call<vk::ExpertTier>();
     if (p.used.empty()) return;
+    const std::vector<vk::DeviceExpertPtr> dev = tier.acquire_all(experts, p.used);
     // The batched GEMV binds an expert's gate and up at once: two weight slots.
     if (ctx_->weight_slots >= 2 && moe_batchable(p, experts, r, kBatchLimits))
-        moe_batched(tier, p, experts, r, x, y);
+        moe_batched(dev, p, experts, r, x, y);
     else
-        moe_per_expert(tier, p, experts, x, y);
+        moe_per_expert(dev, p, experts, x, y);
     stream_.flush();  // the device runs the experts while the host records what follows
 }
 
-void VulkanBackend::moe_batched(vk::ExpertTier& tier, const MoePlan& p,
+void VulkanBackend::moe_batched(std::span<const vk::DeviceExpertPtr> dev, const MoePlan& p,
                                 std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x,
                                 Tensor& y) {
     const int64_t d_model = x.cols(), d_ff = experts[p.used.front()].gate.rows();
     const auto total = static_cast<uint32_t>(p.total());
     const auto slots = static_cast<uint32_t>(r.n_tokens * r.k);
-    std::vector<std::shared_ptr<vk::DeviceExpert>> dev;
-    for (size_t i : p.used) dev.push_back(tier.acquire(experts[i]));
 
     // One table: the routed rows' tokens, then the combine's slots (moe_slots: -1 for none), then their
     // gains (as f32 bits).
@@ -93,25 +92,25 @@ void VulkanBackend::moe_batched(vk::ExpertTier& tier, const MoePlan& p,
         groups_for(r.n_tokens * d_model, kThreads));
 }
 
-void VulkanBackend::moe_per_expert(vk::ExpertTier& tier, const MoePlan& p,
+void VulkanBackend::moe_per_expert(std::span<const vk::DeviceExpertPtr> dev, const MoePlan& p,
                                    std::span<const ExpertWeights> experts, const Tensor& x, Tensor& y) {
     const int64_t d_model = x.cols();
     const vk::BufferPtr rows = upload(p.rows.data(), p.rows.size() * sizeof(int32_t));
     const vk::BufferPtr row_gains = upload(p.gains.data(), p.gains.size() * sizeof(float));
-    for (size_t i : p.used) {
+    for (size_t u = 0; u < p.used.size(); ++u) {
+        const size_t i = p.used[u];
         const int64_t m = p.rows_of(i);
         const int64_t d_ff = experts[i].gate.rows();
-        const std::shared_ptr<vk::DeviceExpert> dev = tier.acquire(experts[i]);
         const vk::BufferPtr xs = scratch(m * d_model), gate = scratch(m * d_ff), up = scratch(m * d_ff),
                             out = scratch(m * d_model);
         const RowsPush rp{uint32_t(m), uint32_t(d_model), uint32_t(p.offset[i])};
         run("gather_rows", {}, {buffer_of(x), rows, xs}, rp, groups_for(m * d_model, kThreads));
-        matmul_device(dev->gate, xs, m, gate);  // [m, d_ff]
-        matmul_device(dev->up, xs, m, up);      // [m, d_ff]
+        matmul_device(dev[u]->gate, xs, m, gate);  // [m, d_ff]
+        matmul_device(dev[u]->up, xs, m, up);      // [m, d_ff]
         const GluActivation& act = experts[i].act;
         run("glu", {static_cast<uint32_t>(act.kind)}, {gate, up},
             GluPush{uint32_t(m * d_ff), act.beta, act.linear_beta}, groups_for(m * d_ff, kThreads));
-        matmul_device(dev->down, gate, m, out);  // [m, d_model]
+        matmul_device(dev[u]->down, gate, m, out);  // [m, d_model]
         run("scatter_add", {}, {out, rows, row_gains, buffer_of(y)}, rp, groups_for(m * d_model, kThreads));
     }
 }

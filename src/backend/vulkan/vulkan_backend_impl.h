@@ -126,11 +126,11 @@ private:
     const vk::DeviceWeight& resident(const Weight& w, const char* op) const {
         return DeviceBackend::resident<vk::DeviceWeight>(w, op);
     }
-    // moe_experts' two paths (moe.cpp).
-    void moe_batched(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
-                     const Routing& r, const Tensor& x, Tensor& y);
-    void moe_per_expert(vk::ExpertTier& tier, const MoePlan& p, std::span<const ExpertWeights> experts,
-                        const Tensor& x, Tensor& y);
+    // moe_experts' two paths (moe.cpp); dev[u]: the device copy of experts[p.used[u]].
+    void moe_batched(std::span<const vk::DeviceExpertPtr> dev, const MoePlan& p,
+                     std::span<const ExpertWeights> experts, const Routing& r, const Tensor& x, Tensor& y);
+    void moe_per_expert(std::span<const vk::DeviceExpertPtr> dev, const MoePlan& p,
+                        std::span<const ExpertWeights> experts, const Tensor& x, Tensor& y);
     // scores [rows, keys] -> probabilities per row, in place (-inf entries get 0); with sinks ([heads]), row
     // r's denominator also takes exp(sinks[r mod heads]).
     void softmax_rows(const vk::BufferPtr& scores, int64_t rows, int64_t keys,
