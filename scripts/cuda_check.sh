@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine: the CUDA backend's acceptance checks in one go (op tests, oracle fixtures, CPU vs CUDA
-# greedy ids, fault injection, benchmarks, batched sequences against alone in test_backend, DeepSeek-V4 at
-# real scale). Usage: scripts/cuda_check.sh BIN_DIR [OUT_DIR]
+# greedy ids, fault injection (every op kind in turn: scripts/fault_each_op.sh), benchmarks, batched
+# sequences against alone in test_backend, DeepSeek-V4 at real scale).
+# Usage: scripts/cuda_check.sh BIN_DIR [OUT_DIR]
 #   BIN_DIR holds coli and test_backend (built with -DCOLI_CUDA=ON), and lib/ with any shared libraries
 #   they need that the machine lacks. Logs go to OUT_DIR (default: .).
 set -uo pipefail
@@ -37,6 +38,10 @@ for fx in "${!prompts[@]}"; do
 done
 cat "$out/run_olmoe_gqa.err"
 grep -E "warning|fallbacks" "$out/fault_olmoe_gqa.err"
+
+step "every op kind the fixtures call, failing in turn on cuda"
+mkdir -p "$out/each_op"
+scripts/fault_each_op.sh "$bin" cuda "$out/each_op" | tail -n 3 || status=1
 
 step "benchmarks"
 "$bin/coli" test-ops --backend cuda --bench 2>&1 | sed -n '/^device:/,$p' | tee "$out/bench.txt" || status=1

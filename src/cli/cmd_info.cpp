@@ -1,8 +1,6 @@
 // `coli info`: what a model is, how big each part is, and the memory plan.
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <memory>
 
@@ -11,7 +9,8 @@
 namespace coli {
 namespace {
 
-void info(const EngineOptions& opts) {
+// sequences: whose caches the plan holds at once (coli serve's --parallel).
+void info(const EngineOptions& opts, size_t sequences) {
     Engine engine(opts);
     const ModelSummary& m = engine.model().summary();
     fmt::print("model:        {}\n", opts.model_dir.string());
@@ -30,24 +29,16 @@ void info(const EngineOptions& opts) {
     if (m.state_bytes > 0)
         fmt::print("state:        {} per session (recurrent layers, sliding windows: whatever the context)\n",
                    bytes_human(m.state_bytes));
-    const uint64_t budget = static_cast<uint64_t>(opts.ram_gb * kBytesPerGB);
+    const MemoryPlan plan = memory_plan(m, static_cast<uint64_t>(opts.ram_gb * kBytesPerGB), sequences, 0);
     // What the machine's RAM holds for the cache once the resident weights and the expert budget are in.
-    const uint64_t ram =
-        static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t taken = m.dense_held_bytes + budget + m.state_bytes;
+    const uint64_t ram = ram_physical();
+    const uint64_t taken = plan.resident + plan.experts + m.state_bytes;
     const uint64_t left = ram > taken ? ram - taken : 0;
     if (m.kv_bytes_per_token > 0)
         fmt::print(
             "context fit:  {} tokens in the {} of RAM left beside the resident weights and expert budget\n",
             left / m.kv_bytes_per_token, bytes_human(left));
-    fmt::print("memory plan:  resident {} + kv {}{} + expert cache {}{}\n", bytes_human(m.dense_held_bytes),
-               bytes_human(m.kv_bytes_per_token * m.max_ctx),
-               m.state_bytes ? " + state " + bytes_human(m.state_bytes) : "",
-               budget ? bytes_human(budget) : "unlimited",
-               budget && budget < m.expert_bytes
-                   ? fmt::format(" ({:.1f}% of the experts fit; the rest stream from disk)",
-                                 100.0 * budget / m.expert_bytes)
-                   : "");
+    fmt::print("memory plan:  {}\n", plan.describe());
     fmt::print("backend:      {}\n", engine.backend().description());
 }
 
@@ -55,9 +46,13 @@ void info(const EngineOptions& opts) {
 
 void cmd_info_add(CLI::App& app) {
     auto opts = std::make_shared<EngineOptions>();
+    auto sequences = std::make_shared<size_t>(1);
     CLI::App* cmd = app.add_subcommand("info", "Show a model's architecture, sizes by part and memory plan");
     model_flags_add(*cmd, *opts, false);
-    cmd->callback([opts] { info(*opts); });
+    cmd->add_option("--parallel", *sequences,
+                    "Sequences whose caches the memory plan holds at once, as coli serve --parallel does")
+        ->check(CLI::PositiveNumber);
+    cmd->callback([opts, sequences] { info(*opts, *sequences); });
 }
 
 }  // namespace coli

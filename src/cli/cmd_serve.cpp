@@ -49,13 +49,13 @@ void serve(ServeArgs& a) {
     a.server.prefix_cache = prefix_cache_options(a.prefix_cache);
     Engine engine(a.engine);
     const ModelSummary& m = engine.model().summary();
-    // What RAM holds for the requests' caches once the resident weights and the expert budget are in.
-    const uint64_t ram =
-        static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t taken = m.dense_held_bytes + static_cast<uint64_t>(a.engine.ram_gb * kBytesPerGB) +
-                           a.server.prefix_cache.ram_bytes;
+    // Without --parallel: as many requests as RAM holds caches for beside the rest of the plan, up to
+    // kDefaultParallel.
+    MemoryPlan plan = memory_plan(m, static_cast<uint64_t>(a.engine.ram_gb * kBytesPerGB),
+                                  server::kDefaultParallel, a.server.prefix_cache.ram_bytes);
     a.server.parallel =
-        a.parallel > 0 ? a.parallel : server::parallel_default(m, ram > taken ? ram - taken : 0);
+        a.parallel > 0 ? a.parallel : sequences_that_fit(plan, ram_physical(), server::kDefaultParallel);
+    plan.sequences = a.server.parallel;
     server::Server server(engine, a.server);
     const int port = server.bind();
 
@@ -65,10 +65,9 @@ void serve(ServeArgs& a) {
     fmt::print(
         stderr,
         "batching: up to {} requests at once{} (each holds up to {} of cache at full context), prompts "
-        "fed in chunks of {} tokens\n",
+        "fed in chunks of {} tokens\nmemory plan: {}\n",
         a.server.parallel, a.parallel > 0 ? "" : " (--parallel, from the memory plan)",
-        bytes_human(m.kv_bytes_per_token * static_cast<uint64_t>(m.max_ctx) + m.state_bytes),
-        a.server.prefill_chunk);
+        bytes_human(plan.per_sequence), a.server.prefill_chunk, plan.describe());
     if (!is_loopback(a.server.host) && a.server.api_key.empty())
         log_warn("listening on {} without --api-key: anyone who can reach this port can use the model",
                  a.server.host);

@@ -11,6 +11,7 @@
 
 #include "core/bytes.h"
 #include "runtime/engine.h"
+#include "runtime/memory_plan.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative.h"

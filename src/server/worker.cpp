@@ -53,12 +53,6 @@ const char* finish_name(FinishReason f) {
 
 }  // namespace
 
-size_t parallel_default(const ModelSummary& m, uint64_t ram_left) {
-    const uint64_t per_slot = m.kv_bytes_per_token * static_cast<uint64_t>(m.max_ctx) + m.state_bytes;
-    if (per_slot == 0) return kDefaultParallel;
-    return std::clamp<size_t>(ram_left / per_slot, 1, kDefaultParallel);
-}
-
 // One place for a request's caches: a state, and the tokens it holds from the slot's last request.
 struct Worker::Slot {
     std::unique_ptr<ModelState> state;  // null until first used, or after a failed pass

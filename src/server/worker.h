@@ -40,10 +40,6 @@ struct WorkerOptions {
 // left beside the weights and the expert budget does not hold their caches at full context.
 inline constexpr size_t kDefaultParallel = 4;
 
-// The --parallel default for a model: kDefaultParallel, or what `ram_left` bytes hold of slots whose caches
-// fill the whole context (at least 1).
-size_t parallel_default(const ModelSummary& m, uint64_t ram_left);
-
 class Worker {
 public:
     // Loads the tokenizer and chat template of the engine's model and starts the thread.

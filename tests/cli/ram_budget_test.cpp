@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cli/coli_exec.h"
+#include "common/checkpoint_bytes.h"
 #include "common/process.h"
-#include "io/checkpoint.h"
 
 namespace coli {
 namespace {
@@ -30,12 +30,9 @@ constexpr uint64_t kBudgetBytes = 40'000'000;
 constexpr uint64_t kSlackBytes = 24'000'000;
 
 uint64_t dense_bytes_of(const std::filesystem::path& dir) {
-    uint64_t dense = 0, experts = 0;
-    const auto ckpt = Checkpoint::open(dir);  // held: a temporary would die before the loop body runs
-    for (const TensorInfo& t : ckpt->tensors())
-        (t.name.find(".mlp.experts.") != std::string::npos ? experts : dense) += t.nbytes;
-    EXPECT_GE(experts, 3 * kBudgetBytes) << "the experts should be several times the budget";
-    return dense;
+    const test::CheckpointBytes b = test::checkpoint_bytes(dir);
+    EXPECT_GE(b.experts, 3 * kBudgetBytes) << "the experts should be several times the budget";
+    return b.dense;
 }
 
 test::ExecResult run_with_budget(const std::filesystem::path& dir, const std::string& ram_gb,

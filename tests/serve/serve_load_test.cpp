@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "byte_tokenizer.h"
 #include "common/process.h"
 #include "serve_process.h"
 
@@ -206,47 +207,14 @@ TEST(ServeLoad, ChunkedPromptsJoiningMidGeneration) {
     load_check({"--parallel", "4", "--prefill-chunk", "3"});
 }
 
-// GPT-2's byte-to-character map of byte-level BPE: printable bytes stand for themselves, the others for
-// characters from 256 on.
-std::string byte_char(int b) {
-    static const std::vector<std::string> chars = [] {
-        std::vector<std::string> c(256);
-        int extra = 0;
-        const auto utf8 = [](int cp) {
-            return cp < 0x80 ? std::string(1, char(cp))
-                             : std::string{char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
-        };
-        for (int v = 0; v < 256; ++v) {
-            const bool keep = (v >= '!' && v <= '~') || (v >= 0xA1 && v <= 0xAC) || v >= 0xAE;
-            c[v] = utf8(keep ? v : 256 + extra++);
-        }
-        return c;
-    }();
-    return chars[b];
-}
-
 // A DeepSeek-V3 of random weights with its multi-token-prediction layer (`coli synth`, small), beside a
-// byte-level tokenizer of its vocabulary (the 256 bytes, then filler tokens "t<N>") so that a server takes
-// text.
+// byte-level tokenizer (byte_tokenizer.h) so that a server takes text.
 std::filesystem::path drafting_model(const TempDir& dir) {
     const std::filesystem::path model = dir / "v3";
     const ProcessResult synth =
         coli_run("synth --arch deepseek_v3 --scale 16 --layers 4 --experts 16 -o " + model.string());
     EXPECT_EQ(synth.exit_code, 0) << synth.err;
-    const int64_t vocab = json::parse(std::ifstream(model / "config.json"))["vocab_size"];
-    json tokens = json::object();
-    for (int b = 0; b < 256; ++b) tokens[byte_char(b)] = b;
-    for (int64_t i = 256; i < vocab; ++i) tokens["t" + std::to_string(i)] = i;
-    const json tokenizer = {
-        {"version", "1.0"},
-        {"added_tokens", json::array()},
-        {"normalizer", nullptr},
-        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-        {"post_processor", nullptr},
-        {"decoder", {{"type", "ByteLevel"}}},
-        {"model", {{"type", "BPE"}, {"vocab", tokens}, {"merges", json::array()}}}};
-    std::ofstream(model / "tokenizer.json") << tokenizer.dump();
-    std::ofstream(model / "tokenizer_config.json") << json{{"add_bos_token", false}}.dump();
+    byte_tokenizer_write(model);
     return model;
 }
 

@@ -112,14 +112,9 @@ public:
     std::string err() const { return read_bytes(dir_ / "stderr.txt"); }
 
     // The server's resident set now (VmRSS), in bytes.
-    uint64_t rss_bytes() const {
-        std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-        std::string line;
-        constexpr uint64_t kKiB = 1024;
-        while (std::getline(in, line))
-            if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * kKiB;
-        return 0;
-    }
+    uint64_t rss_bytes() const { return status_bytes("VmRSS:"); }
+    // The server's peak resident set so far (VmHWM), in bytes.
+    uint64_t peak_rss_bytes() const { return status_bytes("VmHWM:"); }
 
     // Sends SIGTERM and waits; returns the exit code (-1 when killed by a signal or already gone).
     int stop() {
@@ -132,6 +127,16 @@ public:
     }
 
 private:
+    // A "<field> N kB" line of /proc/<pid>/status, in bytes (0 when absent).
+    uint64_t status_bytes(const std::string& field) const {
+        std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+        std::string line;
+        constexpr uint64_t kKiB = 1024;
+        while (std::getline(in, line))
+            if (line.rfind(field, 0) == 0) return std::stoull(line.substr(field.size())) * kKiB;
+        return 0;
+    }
+
     static constexpr std::chrono::seconds kStartTimeout{60};
     static constexpr std::chrono::milliseconds kPoll{50};
     static constexpr time_t kIoTimeout = 60;  // seconds
