@@ -7,6 +7,34 @@ set(coli_metal_dir ${CMAKE_CURRENT_LIST_DIR})
 add_library(coli_metal_kernels STATIC ${coli_metal_dir}/generated/kernel_table.cpp)
 target_include_directories(coli_metal_kernels PUBLIC ${CMAKE_SOURCE_DIR}/src)
 
+# The Metal host (host.h): its portable part and the devices this build has: Metal itself on Apple
+# (host_apple.mm, -DCOLI_METAL=ON, the default there), and the Metal-shaped device on Vulkan wherever the
+# Vulkan backend is built (host_vulkan.cpp: the tests run the kernels through their Metal bindings on
+# lavapipe). host_absent.cpp says why for the others.
+option(COLI_METAL "The Metal host (needs macOS and Metal.framework)" ${APPLE})
+if(COLI_METAL AND NOT APPLE)
+  message(FATAL_ERROR "COLI_METAL=ON needs macOS (Metal.framework); configure without it. On Linux the Metal "
+                      "host's portable part is tested on Vulkan (-DCOLI_VULKAN=ON, the Metal-shaped Vulkan device)")
+endif()
+if(COLI_METAL AND NOT COLI_METAL_MSL)
+  message(FATAL_ERROR "COLI_METAL=ON embeds the generated Metal library: it needs -DCOLI_METAL_MSL=ON (with "
+                      "-DCOLI_VULKAN=ON, glslc and SPIRV-Cross)")
+endif()
+add_library(coli_metal_host STATIC ${coli_metal_dir}/host.cpp ${coli_metal_dir}/host_absent.cpp)
+target_link_libraries(coli_metal_host PUBLIC coli_metal_kernels coli_backend)
+if(COLI_VULKAN)
+  target_sources(coli_metal_host PRIVATE ${coli_metal_dir}/host_vulkan.cpp)
+  target_link_libraries(coli_metal_host PUBLIC coli_backend_vulkan)
+  target_compile_definitions(coli_metal_host PRIVATE COLI_METAL_HOST_VULKAN=1)
+endif()
+if(COLI_METAL)
+  enable_language(OBJCXX)
+  target_sources(coli_metal_host PRIVATE ${coli_metal_dir}/host_apple.mm)
+  set_source_files_properties(${coli_metal_dir}/host_apple.mm PROPERTIES COMPILE_OPTIONS -fobjc-arc)
+  target_link_libraries(coli_metal_host PUBLIC "-framework Metal" "-framework Foundation")
+  target_compile_definitions(coli_metal_host PRIVATE COLI_METAL_HOST_APPLE=1)
+endif()
+
 # The generator (msl_gen/) remakes both files from the Vulkan build's SPIR-V with SPIRV-Cross, and a test
 # compares them with the committed ones. It needs the Vulkan shaders and Debian's libspirv-cross-c-shared-dev
 # (SPIRV-Cross's headers and static C++ libraries).
@@ -57,6 +85,19 @@ function(coli_metal_msl_rules)
                      COMMENT "coli_msl_gen: the Metal kernels"
                      VERBATIM)
   add_custom_target(coli_metal_msl ALL DEPENDS ${gen}/kernels.metal ${gen}/kernel_table.cpp)
+  # The library's source in the binary (library_source.h): Metal on Apple compiles it at start; elsewhere
+  # the tests check that the embedded text is the generated one.
+  add_custom_command(OUTPUT ${gen}/library_source.cpp
+                     COMMAND ${CMAKE_COMMAND} -DSOURCE=${gen}/kernels.metal -DOUTPUT=${gen}/library_source.cpp
+                             -P ${coli_metal_dir}/embed_source.cmake
+                     DEPENDS ${gen}/kernels.metal ${coli_metal_dir}/embed_source.cmake
+                     COMMENT "the Metal library's source, embedded"
+                     VERBATIM)
+  add_library(coli_metal_source STATIC ${gen}/library_source.cpp)
+  target_include_directories(coli_metal_source PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  if(COLI_METAL)
+    target_link_libraries(coli_metal_host PUBLIC coli_metal_source)
+  endif()
   if(COLI_TESTS)
     add_test(NAME metal_msl_golden
              COMMAND ${CMAKE_COMMAND} -DGENERATED=${gen} -DCOMMITTED=${coli_metal_dir}/generated

@@ -12,8 +12,9 @@ Pipelines::~Pipelines() {
     for (auto& [name, m] : modules_) api.vkDestroyShaderModule(ctx_->device, m.first, nullptr);
 }
 
-Pipeline Pipelines::get(std::string_view name, std::initializer_list<uint32_t> spec) {
-    std::pair<std::string, std::vector<uint32_t>> key{std::string(name), std::vector<uint32_t>(spec)};
+Pipeline Pipelines::get(std::string_view name, std::span<const uint32_t> spec) {
+    std::pair<std::string, std::vector<uint32_t>> key{std::string(name),
+                                                      std::vector<uint32_t>(spec.begin(), spec.end())};
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     const Api& api = ctx_->api;
     auto mod = modules_.find(name);

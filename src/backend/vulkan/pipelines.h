@@ -34,7 +34,10 @@ public:
     Pipelines& operator=(const Pipelines&) = delete;
 
     // The pipeline of shader `name` with specialization constants 0, 1, ... set to spec.
-    Pipeline get(std::string_view name, std::initializer_list<uint32_t> spec = {});
+    Pipeline get(std::string_view name, std::span<const uint32_t> spec);
+    Pipeline get(std::string_view name, std::initializer_list<uint32_t> spec = {}) {
+        return get(name, std::span<const uint32_t>(spec.begin(), spec.size()));
+    }
 
 private:
     std::shared_ptr<Context> ctx_;

@@ -121,7 +121,7 @@ VkDescriptorSet Stream::set_new() {
     return set;
 }
 
-void Stream::dispatch(const Pipeline& pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
+void Stream::dispatch(const Pipeline& pipeline, std::span<const BufferPtr> buffers, const void* push,
                       uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz, const WeightSlots& slots) {
     check(buffers.size() >= 1 && buffers.size() <= kMaxBindings && push_bytes <= kPushBytes,
           "vulkan: dispatch with {} buffers and {} push bytes", buffers.size(), push_bytes);

@@ -38,9 +38,15 @@ public:
 
     // Runs `pipeline` over groups (x, y, z) with buffers bound to bindings 0, 1, ..., weights to the slot
     // arrays (read only), and push constants.
-    void dispatch(const Pipeline& pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
+    void dispatch(const Pipeline& pipeline, std::span<const BufferPtr> buffers, const void* push,
                   uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
                   const WeightSlots& slots = {});
+    void dispatch(const Pipeline& pipeline, std::initializer_list<BufferPtr> buffers, const void* push,
+                  uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
+                  const WeightSlots& slots = {}) {
+        dispatch(pipeline, std::span<const BufferPtr>(buffers.begin(), buffers.size()), push, push_bytes, gx,
+                 gy, gz, slots);
+    }
     // dst[dst_offset, + bytes) = src[src_offset, + bytes).
     void copy(const BufferPtr& src, uint64_t src_offset, const BufferPtr& dst, uint64_t dst_offset,
               uint64_t bytes);
