@@ -44,12 +44,14 @@ Fixture fixture_load(const std::string& name) {
     for (const TensorInfo& t : h.tensors) {
         if (t.name == "input_ids") fx.input_ids = i64_to_i32(tensor_bytes(f, t));
         if (t.name == "greedy") fx.greedy = i64_to_i32(tensor_bytes(f, t));
-        if (t.name == "logits") {
-            check(t.dtype == DType::f32 && t.shape.size() == 2, "oracle logits must be F32 [T, vocab]");
+        if (t.name == "logits" || t.name == "mtp_logits") {
+            check(t.dtype == DType::f32 && t.shape.size() == 2, "oracle {} must be F32 [rows, vocab]",
+                  t.name);
             const std::vector<uint8_t> b = tensor_bytes(f, t);
-            fx.logits.resize(b.size() / sizeof(float));
-            std::memcpy(fx.logits.data(), b.data(), b.size());
-            fx.vocab = t.shape[1];
+            std::vector<float>& into = t.name == "logits" ? fx.logits : fx.mtp_logits;
+            into.resize(b.size() / sizeof(float));
+            std::memcpy(into.data(), b.data(), b.size());
+            if (t.name == "logits") fx.vocab = t.shape[1];
         }
     }
     check(!fx.input_ids.empty() && !fx.logits.empty() && !fx.greedy.empty(), "{}: incomplete oracle",

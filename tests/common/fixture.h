@@ -15,13 +15,16 @@ struct Fixture {
     std::vector<float> logits;       // [T, vocab]
     int64_t vocab = 0;
     std::vector<int32_t> greedy;  // the 8 tokens transformers' generate() chose
+    // A fixture with a multi-token-prediction layer: its draft logits for the prompt's pairs (h_i,
+    // t_{i+1}), i < T - 1 (docs/models.md 2.5); empty for the others.              [T - 1, vocab]
+    std::vector<float> mtp_logits;
 };
 
 // Every transformers oracle fixture under tests/fixtures (tests/models checks the list against the folder).
 inline constexpr const char* kOracleFixtures[] = {
     "olmoe_base",  "olmoe_gqa",       "olmoe_bf16",      "olmoe_sharded",   "olmoe_clip",
-    "deepseek_v3", "deepseek_v3_noq", "deepseek_v3_fp8", "deepseek_v32",    "glm_moe_dsa",
-    "kimi_linear", "kimi_k3",         "deepseek_v4",     "deepseek_v4_orig"};
+    "deepseek_v3", "deepseek_v3_noq", "deepseek_v3_fp8", "deepseek_v3_mtp", "deepseek_v32",
+    "glm_moe_dsa", "kimi_linear",     "kimi_k3",         "deepseek_v4",     "deepseek_v4_orig"};
 
 // The CPU's bound on max|logit diff| / max|logit| against an oracle. Measured: kimi_k3 1.45e-5 (its
 // reference's chunked KDA differs from the exact recurrence), every other fixture 2.5e-6 at most; the oracle

@@ -89,7 +89,11 @@ std::pair<std::string, std::set<OpKey>> forward_ops(const Recorded& r, int exper
 TEST(OpLists, RecordWhatTheForwardCalls) {
     std::vector<Recorded> runs;
     for (const char* fixture : test::kOracleFixtures) runs.push_back(from_fixture(fixture));
-    runs.push_back(from_fixture("models/demo"));  // the bundled demo model (olmoe, bf16)
+    runs.push_back(from_fixture("models/demo"));     // the bundled demo model (olmoe, bf16)
+    Recorded mtp = from_fixture("deepseek_v3_mtp");  // transformers' MTP layer, drafting
+    mtp.name += " drafting";
+    mtp.drafts = true;
+    runs.push_back(std::move(mtp));
     // The families that draft, with their MTP layer drafting; their vocabularies hold the deepseek_v3
     // fixture's prompt.
     const test::TempDir drafting("oplist-drafting");

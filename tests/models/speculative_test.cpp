@@ -96,6 +96,15 @@ private:
     int misplaced_ = 0;
 };
 
+// A CPU engine's options for a checkpoint (no routing history: nothing written into the source tree).
+EngineOptions cpu_options(const std::filesystem::path& dir) {
+    EngineOptions o;
+    o.model_dir = dir;
+    o.backend = "cpu";
+    o.hot_set = "none";
+    return o;
+}
+
 // Whether every tensor of the model's state follows positions, so that dropping positions is lowering n_past.
 bool drops_positions(Model& model) {
     for (const StateTensor& t : model.state_new()->tensors())
@@ -107,10 +116,7 @@ TEST(Speculative, GreedyTokensAndTheStateAreThoseOfPlainDecoding) {
     int checked = 0;
     for (const char* name : test::kOracleFixtures) {
         const test::Fixture f = test::fixture_load(name);
-        EngineOptions o;
-        o.model_dir = f.dir;
-        o.backend = "cpu";
-        o.hot_set = "none";
+        EngineOptions o = cpu_options(f.dir);
         o.max_ctx = kCtx;
         Engine engine(o);
         if (!drops_positions(engine.model())) continue;  // recurrent layers: no family of them drafts
@@ -148,13 +154,42 @@ TEST(Speculative, GreedyTokensAndTheStateAreThoseOfPlainDecoding) {
     EXPECT_GE(checked, 9);  // the OLMoE and DeepSeek-V3 fixtures (V4's and Kimi's states are recurrent)
 }
 
+// The MTP layer against transformers (tests/fixtures/deepseek_v3_mtp: DeepSeek-V3 with the layer at
+// model.layers.3, its draft logits from transformers' own decoder layer and norms): after each prefix
+// t_0 .. t_n of the prompt, the draft for the pairs (h_i, t_{i+1}), i < n, gives the oracle's row n - 1,
+// and greedy decoding with the layer's drafts gives transformers' greedy tokens.
+TEST(Speculative, TheDraftLayerIsTransformers) {
+    const test::Fixture f = test::fixture_load("deepseek_v3_mtp");
+    const auto n_prompt = static_cast<int64_t>(f.input_ids.size());
+    ASSERT_EQ(static_cast<int64_t>(f.mtp_logits.size()), (n_prompt - 1) * f.vocab);
+    EngineOptions o = cpu_options(f.dir);
+    o.speculate = true;
+    Engine engine(o);
+    std::vector<float> drafts;  // [T - 1, vocab]
+    for (int64_t n = 1; n < n_prompt; ++n) {
+        Session s(engine.model());
+        s.forward(std::span(f.input_ids).first(n + 1), false);
+        const std::vector<int32_t> next(f.input_ids.begin() + 1, f.input_ids.begin() + n + 1);
+        const std::vector<float> row = engine.ops().read(engine.model().draft(next, s.state()));
+        drafts.insert(drafts.end(), row.begin(), row.end());
+    }
+    const double diff = test::max_rel_diff(drafts, f.mtp_logits);
+    fmt::print("draft logits against transformers': max|diff| / max|logit| = {:.2e}\n", diff);
+    EXPECT_LE(diff, test::kCpuLogitTolerance);
+    EXPECT_EQ(test::argmax_rows(drafts, f.vocab), test::argmax_rows(f.mtp_logits, f.vocab));
+
+    Session spec(engine.model());
+    spec.speculate(true);
+    Sampler greedy(SamplerOptions{});
+    EXPECT_EQ(spec.generate(f.input_ids, static_cast<int>(f.greedy.size()), greedy, {}), f.greedy);
+    EXPECT_GT(spec.last_stats().drafts.drafted, 0);
+}
+
 TEST(Speculative, AModelWithoutADraftLayerIsRefusedByName) {
     for (const auto& [name, fragment] :
          {std::pair{"deepseek_v3", "no multi-token-prediction layer to draft with"},
           std::pair{"olmoe_base", "runs for deepseek_v3, deepseek_v32, glm_moe_dsa only"}}) {
-        EngineOptions o;
-        o.model_dir = test::fixture_load(name).dir;
-        o.backend = "cpu";
+        EngineOptions o = cpu_options(test::fixture_load(name).dir);
         o.speculate = true;
         EXPECT_COLI_ERROR(Engine{o}, fragment);
     }
@@ -167,10 +202,7 @@ TEST(Speculative, BatchedDraftsAreEachSequencesAloneBitForBit) {
     const test::TempDir dir("drafts-batched");
     for (const char* arch : {"deepseek_v3", "glm_moe_dsa"}) {
         SCOPED_TRACE(arch);
-        EngineOptions o;
-        o.model_dir = test::drafting_synth(dir.path(), arch).out;
-        o.backend = "cpu";
-        o.hot_set = "none";
+        EngineOptions o = cpu_options(test::drafting_synth(dir.path(), arch).out);
         o.max_ctx = kCtx;
         o.speculate = true;
         Engine engine(o);

@@ -8,17 +8,13 @@ add_library(coli_metal_kernels STATIC ${coli_metal_dir}/generated/kernel_table.c
 target_include_directories(coli_metal_kernels PUBLIC ${CMAKE_SOURCE_DIR}/src)
 
 # The Metal host (host.h): its portable part and the devices this build has: Metal itself on Apple
-# (host_apple.mm, -DCOLI_METAL=ON, the default there), and the Metal-shaped device on Vulkan wherever the
+# (host_apple.mm, -DCOLI_METAL=ON), and the Metal-shaped device on Vulkan wherever the
 # Vulkan backend is built (host_vulkan.cpp: the tests run the kernels through their Metal bindings on
 # lavapipe). host_absent.cpp says why for the others.
-option(COLI_METAL "The Metal host (needs macOS and Metal.framework)" ${APPLE})
+option(COLI_METAL "The Metal host (macOS: needs Metal.framework, and -DCOLI_VULKAN=ON for the kernels)" OFF)
 if(COLI_METAL AND NOT APPLE)
   message(FATAL_ERROR "COLI_METAL=ON needs macOS (Metal.framework); configure without it. On Linux the Metal "
                       "host's portable part is tested on Vulkan (-DCOLI_VULKAN=ON, the Metal-shaped Vulkan device)")
-endif()
-if(COLI_METAL AND NOT COLI_METAL_MSL)
-  message(FATAL_ERROR "COLI_METAL=ON embeds the generated Metal library: it needs -DCOLI_METAL_MSL=ON (with "
-                      "-DCOLI_VULKAN=ON, glslc and SPIRV-Cross)")
 endif()
 add_library(coli_metal_host STATIC ${coli_metal_dir}/host.cpp ${coli_metal_dir}/host_absent.cpp)
 target_link_libraries(coli_metal_host PUBLIC coli_metal_kernels coli_backend)
@@ -41,6 +37,10 @@ endif()
 option(COLI_METAL_MSL
        "Generate the Metal kernels from the Vulkan SPIR-V and test the committed ones (needs COLI_VULKAN, SPIRV-Cross)"
        ${COLI_VULKAN})
+if(COLI_METAL AND NOT COLI_METAL_MSL)
+  message(FATAL_ERROR "COLI_METAL=ON embeds the generated Metal library: it needs -DCOLI_METAL_MSL=ON (with "
+                      "-DCOLI_VULKAN=ON, glslc and SPIRV-Cross)")
+endif()
 if(NOT COLI_METAL_MSL)
   return()
 endif()
