@@ -5,6 +5,7 @@
 // generated one.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "backend/metal/host.h"
 #include "backend/metal/library_source.h"
+#include "backend/metal/self_test.h"
 #include "core/error.h"
 
 namespace coli::metal {
@@ -179,6 +181,24 @@ TEST(MetalHost, KernelsRunThroughTheirMetalBindingsOnVulkan) {
     uint32_t filled = 0;
     std::memcpy(&filled, moved, sizeof(filled));
     EXPECT_EQ(filled, 0x7f7f7f7fu);
+}
+
+// The self-test's first part on the Metal-shaped Vulkan device: every kernel of the table becomes a
+// pipeline from the SPIR-V it was generated from, with its frozen values and its constants' defaults, but
+// for the kernels written for SIMD-groups of 32 on a device whose subgroups are narrower (lavapipe's are 8),
+// which are refused saying so.
+TEST(MetalHost, EveryKernelOfTheTableMakesAPipelineOnVulkan) {
+    const std::unique_ptr<Device> dev = vulkan_device_or_skip();
+    if (!dev) GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
+    const SelfTestReport r = metal_self_test(*dev);
+    std::printf("%s\n%d pipelines\n", r.device.c_str(), r.pipelines);
+    size_t refused = 0;
+    for (const MetalKernel& k : metal_kernels())
+        refused += k.simdgroup && dev->thread_execution_width() != kMetalSimdWidth;
+    EXPECT_EQ(r.pipelines + refused, metal_kernels().size());
+    ASSERT_EQ(r.failures.size(), refused);
+    for (const std::string& f : r.failures)
+        EXPECT_NE(f.find("uses SIMD-groups of 32 lanes"), std::string::npos) << f;
 }
 
 TEST(MetalHost, TheEmbeddedLibraryIsTheGeneratedOne) {

@@ -16,7 +16,8 @@ if(COLI_METAL AND NOT APPLE)
   message(FATAL_ERROR "COLI_METAL=ON needs macOS (Metal.framework); configure without it. On Linux the Metal "
                       "host's portable part is tested on Vulkan (-DCOLI_VULKAN=ON, the Metal-shaped Vulkan device)")
 endif()
-add_library(coli_metal_host STATIC ${coli_metal_dir}/host.cpp ${coli_metal_dir}/host_absent.cpp)
+add_library(coli_metal_host STATIC ${coli_metal_dir}/host.cpp ${coli_metal_dir}/host_absent.cpp
+                            ${coli_metal_dir}/self_test.cpp)
 target_link_libraries(coli_metal_host PUBLIC coli_metal_kernels coli_backend)
 if(COLI_VULKAN)
   target_sources(coli_metal_host PRIVATE ${coli_metal_dir}/host_vulkan.cpp)
