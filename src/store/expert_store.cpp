@@ -66,6 +66,8 @@ struct ExpertStore::Impl {
                     bool count_stall);
     int max_resident(int layer) const;            // lock held
     uint64_t hot_cap_for(uint64_t budget) const;  // bytes the hot set may take of it
+    // The most bytes the experts one token uses in a layer take: top_k of the largest.
+    uint64_t token_bytes() const { return std::max(1, layout.top_k) * index->max_buffer_bytes(); }
     // After an allocation for a read of `e` failed (`why`): lowers the budget to what the store had
     // allocated then, at least the experts a token uses in a layer, evicting to fit, and warns. False
     // when it cannot go lower. Lock held.
@@ -166,16 +168,14 @@ ExpertStore::Impl::Impl(const Checkpoint& ckpt_, ExpertLayout layout_, StoreOpti
 }
 
 uint64_t ExpertStore::Impl::hot_cap_for(uint64_t budget) const {
-    const uint64_t token = std::max(1, layout.top_k) * index->max_buffer_bytes();
-    return budget == 0
-               ? UINT64_MAX
-               : std::min(uint64_t(opts.hot_fraction * double(budget)), budget - std::min(budget, token));
+    return budget == 0 ? UINT64_MAX
+                       : std::min(uint64_t(opts.hot_fraction * double(budget)),
+                                  budget - std::min(budget, token_bytes()));
 }
 
 bool ExpertStore::Impl::budget_lower(const Entry& e, const std::string& why) {
-    const uint64_t token = std::max(1, layout.top_k) * index->max_buffer_bytes();
     const uint64_t budget = cache.budget();
-    const uint64_t lowered = std::max(token, pool->allocated_bytes());
+    const uint64_t lowered = std::max(token_bytes(), pool->allocated_bytes());
     if (budget != 0 && lowered >= budget) return false;
     log_warn(
         "expert store: reading expert {} of layer {}: {}; the RAM budget for experts is lowered from {} to "
