@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -27,10 +28,9 @@ uint64_t align_up(uint64_t x) {
     return (x + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
 }
 
-// The number in the environment variable `name` (0 when unset): how many faults a test hook injects.
+// How many faults a test hook injects: the number in the environment variable `name`.
 int64_t fault_count(const char* name) {
-    const char* env = std::getenv(name);
-    return env != nullptr ? std::atoll(env) : int64_t{0};
+    return static_cast<int64_t>(env_number(name));
 }
 
 // Takes one fault of the budget; false once it is spent.

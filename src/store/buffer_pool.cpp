@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "store/buffer_meter.h"
 
@@ -15,10 +15,7 @@ namespace {
 // buffer fail as out of memory when the pool's buffers (handed out and kept) would exceed BYTES, as a
 // machine whose other processes took the rest of its memory would.
 uint64_t memory_limit() {
-    static const uint64_t limit = [] {
-        const char* env = std::getenv("COLI_STORE_MEMORY_LIMIT");
-        return env != nullptr ? std::strtoull(env, nullptr, 10) : uint64_t{0};
-    }();
+    static const uint64_t limit = env_number("COLI_STORE_MEMORY_LIMIT");
     return limit;
 }
 

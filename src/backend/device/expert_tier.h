@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <list>
 #include <memory>
@@ -19,6 +18,7 @@
 
 #include "backend/tensor.h"
 #include "core/bytes.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -142,10 +142,7 @@ private:
     // COLI_TIER_MEMORY_LIMIT=BYTES makes an upload fail as the device's allocation would when the tier's
     // resident experts and this one would exceed BYTES.
     std::shared_ptr<Expert> upload(const ExpertWeights& e, uint64_t bytes) {
-        static const uint64_t limit = [] {
-            const char* env = std::getenv("COLI_TIER_MEMORY_LIMIT");
-            return env != nullptr ? std::strtoull(env, nullptr, 10) : uint64_t{0};
-        }();
+        static const uint64_t limit = env_number("COLI_TIER_MEMORY_LIMIT");
         if (limit > 0 && stats_.resident_bytes + bytes > limit)
             throw OutOfMemory(
                 fmt::format("out of device memory for {} bytes (COLI_TIER_MEMORY_LIMIT)", bytes));
