@@ -11,6 +11,9 @@ bin=$1
 out=${2:-.}
 export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 status=0
+# Each run's stderr, packed into runs.tgz at the end: a device run brings back few files.
+runs="$out/runs"
+mkdir -p "$runs"
 step() { echo; echo "=== $*"; }
 
 step "device"
@@ -29,19 +32,18 @@ for fx in "${!prompts[@]}"; do
     args=(run --model "tests/fixtures/$fx" --ids "${prompts[$fx]}" --max-tokens 8 --temperature 0 --print-ids
           --hot-set none)
     cpu=$("$bin/coli" "${args[@]}" --backend cpu 2>/dev/null | tail -n 1)
-    gpu=$("$bin/coli" "${args[@]}" --backend cuda 2>"$out/run_$fx.err" | tail -n 1)
-    fault=$(COLI_FAIL_OP=cuda:matmul "$bin/coli" "${args[@]}" --backend cuda 2>"$out/fault_$fx.err" | tail -n 1)
+    gpu=$("$bin/coli" "${args[@]}" --backend cuda 2>"$runs/run_$fx.err" | tail -n 1)
+    fault=$(COLI_FAIL_OP=cuda:matmul "$bin/coli" "${args[@]}" --backend cuda 2>"$runs/fault_$fx.err" | tail -n 1)
     echo "$fx cpu   $cpu"
     echo "$fx cuda  $gpu"
     echo "$fx fault $fault"
     [[ "$cpu" == "$gpu" && "$cpu" == "$fault" && -n "$cpu" ]] || { echo "MISMATCH on $fx"; status=1; }
 done
-cat "$out/run_olmoe_gqa.err"
-grep -E "warning|fallbacks" "$out/fault_olmoe_gqa.err"
+cat "$runs/run_olmoe_gqa.err"
+grep -E "warning|fallbacks" "$runs/fault_olmoe_gqa.err"
 
 step "every op kind the fixtures call, failing in turn on cuda"
-mkdir -p "$out/each_op"
-scripts/fault_each_op.sh "$bin" cuda "$out/each_op" | tail -n 3 || status=1
+scripts/fault_each_op.sh "$bin" cuda "$runs" | tail -n 3 || status=1
 
 step "benchmarks"
 "$bin/coli" test-ops --backend cuda --bench 2>&1 | sed -n '/^device:/,$p' | tee "$out/bench.txt" || status=1
@@ -52,4 +54,5 @@ step "deepseek_v4 at real scale: coli bench --backend cuda --ram-gb 4"
 v4=${TMPDIR:-/tmp}/coli_v4_synth
 [[ -d "$v4" ]] || "$bin/coli" synth --arch deepseek_v4 --layers 4 -o "$v4" >"$out/v4_synth.txt" 2>&1 || status=1
 "$bin/coli" bench --model "$v4" --backend cuda --ram-gb 4 --decode-reps 3 2>&1 | tee "$out/v4_bench.txt" || status=1
+tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$runs"
 exit $status

@@ -12,6 +12,9 @@ out=${2:-.}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 status=0
+# Each run's stderr, packed into runs.tgz at the end: a device run brings back few files.
+runs="$out/runs"
+mkdir -p "$runs"
 step() { echo; echo "=== $*"; }
 
 step "device"
@@ -48,16 +51,16 @@ for fx in "${!prompts[@]}"; do
     args=(run --model "tests/fixtures/$fx" --ids "${prompts[$fx]}" --max-tokens 8 --temperature 0 --print-ids
           --hot-set none)
     cpu=$("$bin/coli" "${args[@]}" --backend cpu 2>/dev/null | tail -n 1)
-    gpu=$("$bin/coli" "${args[@]}" --backend vulkan 2>"$out/run_$fx.err" | tail -n 1)
-    fault=$(COLI_FAIL_OP=vulkan:matmul "$bin/coli" "${args[@]}" --backend vulkan 2>"$out/fault_$fx.err" |
+    gpu=$("$bin/coli" "${args[@]}" --backend vulkan 2>"$runs/run_$fx.err" | tail -n 1)
+    fault=$(COLI_FAIL_OP=vulkan:matmul "$bin/coli" "${args[@]}" --backend vulkan 2>"$runs/fault_$fx.err" |
             tail -n 1)
     echo "$fx cpu    $cpu"
     echo "$fx vulkan $gpu"
     echo "$fx fault  $fault"
     [[ "$cpu" == "$gpu" && "$cpu" == "$fault" && -n "$cpu" ]] || { echo "MISMATCH on $fx"; status=1; }
 done
-cat "$out/run_olmoe_gqa.err"
-grep -E "warning|fallbacks" "$out/fault_olmoe_gqa.err"
+cat "$runs/run_olmoe_gqa.err"
+grep -E "warning|fallbacks" "$runs/fault_olmoe_gqa.err"
 
 step "benchmarks: vulkan, then cuda in the same run"
 "$bin/coli" test-ops --backend vulkan --bench 2>&1 | sed -n '/^device:/,$p' | tee "$out/bench_vulkan.txt" || status=1
@@ -78,4 +81,5 @@ if "$bin/coli" backends | grep -qE "^  cuda +available"; then
 else
     echo "cuda: not available in this build or on this machine; no CUDA figures"
 fi
+tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$runs"
 exit $status
