@@ -88,14 +88,15 @@ function(coli_metal_msl_rules)
   add_custom_target(coli_metal_msl ALL DEPENDS ${gen}/kernels.metal ${gen}/kernel_table.cpp)
   # The library's source in the binary (library_source.h): Metal on Apple compiles it at start; elsewhere
   # the tests check that the embedded text is the generated one.
-  add_custom_command(OUTPUT ${gen}/library_source.cpp
-                     COMMAND ${CMAKE_COMMAND} -DSOURCE=${gen}/kernels.metal -DOUTPUT=${gen}/library_source.cpp
-                             -P ${coli_metal_dir}/embed_source.cmake
-                     DEPENDS ${gen}/kernels.metal ${coli_metal_dir}/embed_source.cmake
+  add_custom_command(OUTPUT ${gen}/library_source_text.h
+                     COMMAND ${CMAKE_COMMAND} -DIN=${gen}/kernels.metal -DOUT=${gen}/library_source_text.h
+                             -DNAME=kMetalLibrarySource -DNAMESPACE=coli::metal
+                             -P ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake
+                     DEPENDS ${gen}/kernels.metal ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake
                      COMMENT "the Metal library's source, embedded"
                      VERBATIM)
-  add_library(coli_metal_source STATIC ${gen}/library_source.cpp)
-  target_include_directories(coli_metal_source PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  add_library(coli_metal_source STATIC ${coli_metal_dir}/library_source.cpp ${gen}/library_source_text.h)
+  target_include_directories(coli_metal_source PUBLIC ${CMAKE_SOURCE_DIR}/src PRIVATE ${CMAKE_BINARY_DIR}/generated)
   if(COLI_METAL)
     target_link_libraries(coli_metal_host PUBLIC coli_metal_source)
   endif()

@@ -1,5 +1,5 @@
 // The generated Metal library's source (msl_gen/ writes it at build time), embedded in the binary by
-// embed_source.cmake, so that a Mac compiles the kernels it was built with.
+// cmake/embed_text.cmake, so that a Mac compiles the kernels it was built with.
 #pragma once
 
 #include <string_view>
