@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/fixture_run.h"
 #include "common/fixture.h"
 #include "common/process.h"
 #include "common/test_util.h"
@@ -17,9 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ids_text(const std::vector<int32_t>& ids) {
-    return fmt::format("{}", fmt::join(ids, ","));
-}
+using test::ids_text;
 
 // Reads a float32 .npy written by `coli logits`: checks the header names the shape.
 std::vector<float> npy_read_f32(const fs::path& p, const std::string& expect_shape) {
@@ -37,10 +36,7 @@ std::vector<float> npy_read_f32(const fs::path& p, const std::string& expect_sha
 
 TEST(CliContract, RunPrintsTheGreedyIdsAsTheLastLine) {
     const test::Fixture fx = test::fixture_load("olmoe_gqa");
-    const auto r =
-        test::coli_run(fmt::format("run --model {} --ids {} --max-tokens 8 --temperature 0 --print-ids "
-                                   "--hot-set none",
-                                   fx.dir.string(), ids_text(fx.input_ids)));
+    const auto r = test::coli_run(test::fixture_run_args(fx, ""));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(test::last_line(r.out), ids_text(fx.greedy));
     EXPECT_NE(r.err.find("experts:"), std::string::npos) << "statistics go to stderr";

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
+#include "cli/fixture_run.h"
 #include "common/fixture.h"
 #include "common/process.h"
 
@@ -21,20 +21,12 @@ namespace {
 // layer, and the 12-token prompt uses every expert of a layer (460 KB) at once.
 constexpr const char* kFixture = "olmoe_gqa";
 
-std::string ids_text(const std::vector<int32_t>& ids) {
-    std::string s;
-    for (int32_t id : ids) s.append(s.empty() ? "" : ",").append(std::to_string(id));
-    return s;
-}
-
 // `coli run` on the fixture's prompt for as many greedy tokens as its oracle has, with `hook` set to
 // `limit` bytes.
 test::ProcessResult run_with_limit(const test::Fixture& fx, const char* hook, const std::string& limit,
                                    const std::string& flags) {
     ::setenv(hook, limit.c_str(), 1);
-    test::ProcessResult r = test::coli_run(
-        fmt::format("run --model {} --ids {} --max-tokens {} --temperature 0 --print-ids --hot-set none {}",
-                    fx.dir.string(), ids_text(fx.input_ids), fx.greedy.size(), flags));
+    test::ProcessResult r = test::coli_run(test::fixture_run_args(fx, flags));
     ::unsetenv(hook);
     return r;
 }
@@ -54,7 +46,7 @@ TEST(MemoryFaults, AStoreShortOfMemoryLowersItsBudgetAndChangesNoToken) {
             SCOPED_TRACE(fmt::format("{}, limit {}", flags, limit));
             const auto r = run_with_limit(fx, "COLI_STORE_MEMORY_LIMIT", limit, flags);
             ASSERT_EQ(r.exit_code, 0) << r.err;
-            EXPECT_EQ(test::last_line(r.out), ids_text(fx.greedy));
+            EXPECT_EQ(test::last_line(r.out), test::ids_text(fx.greedy));
             EXPECT_EQ(count_of(r.err, "the RAM budget for experts is lowered from"), 1u) << r.err;
             EXPECT_NE(r.err.find("RAM budget for experts: lowered to"), std::string::npos) << r.err;
         }
@@ -70,23 +62,18 @@ TEST(MemoryFaults, BelowWhatATokenUsesInALayerIsAOneLineError) {
     EXPECT_NE(last.find("out of memory"), std::string::npos) << last;
 }
 
-bool vulkan_available() {
-    for (const BackendInfo& b : backend_list())
-        if (b.name == "vulkan") return b.available;
-    return false;
-}
-
 // The tier's capacity is lowered to what it held; a call whose experts do not fit on the device at once
 // then runs on the CPU (counted), which needs the device op to have left its output untouched: the uploads
-// all come before the first kernel (a call that failed half-way once added some experts twice).
+// all come before the first kernel (a call that failed half-way would add its first experts twice).
 TEST(MemoryFaults, ADeviceTierShortOfMemoryLowersItsCapacityAndChangesNoToken) {
-    if (!vulkan_available()) GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
+    if (!test::vulkan_available())
+        GTEST_SKIP() << "SKIPPED: no Vulkan device here (install mesa-vulkan-drivers)";
     const test::Fixture fx = test::fixture_load(kFixture);
     for (const char* limit : {"200000", "50000"}) {
         SCOPED_TRACE(fmt::format("limit {}", limit));
         const auto r = run_with_limit(fx, "COLI_TIER_MEMORY_LIMIT", limit, "--backend vulkan");
         ASSERT_EQ(r.exit_code, 0) << r.err;
-        EXPECT_EQ(test::last_line(r.out), ids_text(fx.greedy));
+        EXPECT_EQ(test::last_line(r.out), test::ids_text(fx.greedy));
         EXPECT_EQ(count_of(r.err, "its capacity is lowered from"), 1u) << r.err;
         EXPECT_NE(r.err.find("(lowered; failed device allocations: 1)"), std::string::npos) << r.err;
         EXPECT_NE(r.err.find("moe_experts/f32/fault="), std::string::npos) << r.err;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
+#include "cli/fixture_run.h"
 #include "common/fixture.h"
 #include "common/process.h"
 
@@ -20,25 +20,11 @@ namespace {
 
 constexpr const char* kFixture = "olmoe_gqa";
 
+using test::ids_text;
+using test::vulkan_available;
+
 std::string run_args(const std::string& extra, const char* fixture = kFixture) {
-    const test::Fixture fx = test::fixture_load(fixture);
-    std::string ids;
-    for (int32_t id : fx.input_ids) ids.append(ids.empty() ? "" : ",").append(std::to_string(id));
-    return fmt::format(
-        "run --model {} --ids {} --max-tokens {} --temperature 0 --print-ids --hot-set none {}",
-        fx.dir.string(), ids, fx.greedy.size(), extra);
-}
-
-std::string ids_text(const std::vector<int32_t>& ids) {
-    std::string s;
-    for (int32_t id : ids) s.append(s.empty() ? "" : ",").append(std::to_string(id));
-    return s;
-}
-
-bool vulkan_available() {
-    for (const BackendInfo& b : backend_list())
-        if (b.name == "vulkan") return b.available;
-    return false;
+    return test::fixture_run_args(test::fixture_load(fixture), extra);
 }
 
 TEST(VulkanCli, NoDeviceIsAnErrorThatSaysWhy) {

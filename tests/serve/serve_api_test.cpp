@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -206,11 +207,13 @@ TEST(ServeApi, FullQueueAnswers429AndTheRestComplete) {
     EXPECT_EQ(metric_value(metrics->body, R"(coli_requests_total{endpoint="completions",code="429"})"), busy);
 }
 
-// The text a server without fault hooks (--ram-gb 1, so that experts go through reads) answers to body,
-// into `text`; `check` then runs on that server.
+// A budget, so that experts go through the store's reads (where the fault hooks act).
+const std::vector<std::string> kReadsFlags = {"--ram-gb", "1"};
+
+// The text a server without fault hooks answers to body, into `text`; `check` then runs on that server.
 void fault_free_text(const std::string& body, std::string& text,
                      const std::function<void(ServeProcess&)>& check = {}) {
-    ServeProcess clean({"--ram-gb", "1"});
+    ServeProcess clean(kReadsFlags);
     const auto r = clean.client()->Post("/v1/completions", body, kJsonType);
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
@@ -218,28 +221,38 @@ void fault_free_text(const std::string& body, std::string& text,
     if (check) check(clean);
 }
 
-// A server started with `variable`=`value` (a fault hook of io/ or store/, docs/reliability.md) beside one
-// without it, both with --ram-gb so that experts go through reads: the faulty server's first request ends
-// with an engine_error whose message holds each of `expect`, and its next gets the fault-free server's text.
+// A server started with `variable`=`value` (a fault hook of io/ or store/, docs/reliability.md).
+std::unique_ptr<ServeProcess> server_with_hook(const char* variable, const char* value) {
+    ::setenv(variable, value, 1);
+    auto server = std::make_unique<ServeProcess>(kReadsFlags);
+    ::unsetenv(variable);
+    return server;
+}
+
+// The server answers body with status 200 and `text`.
+void answer_expect(ServeProcess& server, const std::string& body, const std::string& text) {
+    const auto r = server.client()->Post("/v1/completions", body, kJsonType);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], text);
+}
+
+// A server with a fault hook beside one without it: the faulty server's first request ends with an
+// engine_error whose message holds each of `expect`, and its next gets the fault-free server's text.
 void fault_fails_one_request(const char* variable, const char* value,
                              std::initializer_list<const char*> expect) {
     const std::string body = greedy_completion_body(8);
     std::string clean_text;
     ASSERT_NO_FATAL_FAILURE(fault_free_text(body, clean_text));
-    ::setenv(variable, value, 1);
-    ServeProcess server({"--ram-gb", "1"});
-    ::unsetenv(variable);
-    const auto failed = server.client()->Post("/v1/completions", body, kJsonType);
+    const std::unique_ptr<ServeProcess> server = server_with_hook(variable, value);
+    const auto failed = server->client()->Post("/v1/completions", body, kJsonType);
     ASSERT_TRUE(failed);
     const json error = json::parse(failed->body, nullptr, false);
     ASSERT_TRUE(error.contains("error")) << failed->body;
     EXPECT_EQ(error["error"]["code"], "engine_error") << failed->body;
     const std::string message = error["error"]["message"];
     for (const char* e : expect) EXPECT_NE(message.find(e), std::string::npos) << message;
-    const auto next = server.client()->Post("/v1/completions", body, kJsonType);
-    ASSERT_TRUE(next);
-    ASSERT_EQ(next->status, 200) << next->body;
-    EXPECT_EQ(json::parse(next->body)["choices"][0]["text"], clean_text);
+    answer_expect(*server, body, clean_text);
 }
 
 // A flood far beyond the queue (docs/reliability.md): every request is answered, 200 or 429, and a later
@@ -347,15 +360,13 @@ TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
         ASSERT_TRUE(metrics);
         EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 0);
     }));
-    ::setenv("COLI_SLOW_READS", "1:1200", 1);
-    ServeProcess server({"--ram-gb", "1"});
-    ::unsetenv("COLI_SLOW_READS");
+    const std::unique_ptr<ServeProcess> server = server_with_hook("COLI_SLOW_READS", "1:1200");
     // While the request waits for the stalled read, /metrics shows how long it has been waiting.
     auto answer = std::async(std::launch::async,
-                             [&] { return server.client()->Post("/v1/completions", body, kJsonType); });
+                             [&] { return server->client()->Post("/v1/completions", body, kJsonType); });
     double longest_wait = 0;
     while (answer.wait_for(kMetricsPoll) != std::future_status::ready) {
-        const auto live = server.client()->Get("/metrics");
+        const auto live = server->client()->Get("/metrics");
         if (live)
             longest_wait =
                 std::max(longest_wait, metric_value(live->body, "coli_expert_read_in_flight_seconds"));
@@ -365,16 +376,13 @@ TEST(ServeApi, AStallingExpertReadIsCountedInMetrics) {
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], clean_text);
-    const auto metrics = server.client()->Get("/metrics");
+    const auto metrics = server->client()->Get("/metrics");
     ASSERT_TRUE(metrics);
     EXPECT_EQ(metric_value(metrics->body, "coli_expert_slow_reads_total"), 1);
     EXPECT_EQ(metric_value(metrics->body, "coli_expert_read_in_flight_seconds"), 0);
-    EXPECT_NE(server.err().find("the disk is stalling"), std::string::npos) << server.err();
+    EXPECT_NE(server->err().find("the disk is stalling"), std::string::npos) << server->err();
 }
 
-// Memory exhausted while the expert store allocates a read buffer (COLI_FAIL_ALLOCS fails the first
-// allocation): that request ends with an engine_error saying so, and the next is answered with the text
-// of a server that never saw the fault.
 // Memory that runs out as the store reads experts (docs/reliability.md): one allocation failing
 // (COLI_FAIL_ALLOCS=1) or a limit on the store's buffers as other processes' memory would set it
 // (COLI_STORE_MEMORY_LIMIT). The store lowers its budget, the request gets the fault-free text, and
@@ -384,14 +392,9 @@ void short_of_memory_answers(const char* variable, const char* value) {
     const std::string body = greedy_completion_body(8);
     std::string clean_text;
     ASSERT_NO_FATAL_FAILURE(fault_free_text(body, clean_text));
-    ::setenv(variable, value, 1);
-    ServeProcess server({"--ram-gb", "1"});
-    ::unsetenv(variable);
-    const auto answer = server.client()->Post("/v1/completions", body, kJsonType);
-    ASSERT_TRUE(answer);
-    ASSERT_EQ(answer->status, 200) << answer->body;
-    EXPECT_EQ(json::parse(answer->body)["choices"][0]["text"], clean_text);
-    const auto metrics = server.client()->Get("/metrics");
+    const std::unique_ptr<ServeProcess> server = server_with_hook(variable, value);
+    ASSERT_NO_FATAL_FAILURE(answer_expect(*server, body, clean_text));
+    const auto metrics = server->client()->Get("/metrics");
     ASSERT_TRUE(metrics);
     EXPECT_EQ(metric_value(metrics->body, "coli_expert_ram_budget_lowered_total"), 1);
     const double budget = metric_value(metrics->body, "coli_expert_ram_budget_bytes");

@@ -25,13 +25,6 @@ const MetalConstant* constant_of(const MetalKernel& k, uint32_t index) {
     return nullptr;
 }
 
-bool same_constants(std::span<const ConstantValue> a, std::span<const ConstantValue> b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](const ConstantValue& x, const ConstantValue& y) {
-                          return x.index == y.index && x.bits == y.bits;
-                      });
-}
-
 }  // namespace
 
 const Pipeline& Device::pipeline(std::string_view name, std::span<const ConstantValue> constants) {
@@ -45,21 +38,17 @@ const Pipeline& Device::pipeline(std::string_view name, std::span<const Constant
         check(i == 0 || set[i].index != set[i - 1].index,
               "metal: kernel '{}': function constant {} set twice", name, set[i].index);
     }
-    for (const auto& p : pipelines_)
-        if (p->kernel == &k && same_constants(p->constants, set)) return *p;
+    std::pair<const MetalKernel*, std::vector<uint64_t>> key{&k, {}};
+    for (const ConstantValue& v : set) key.second.push_back(uint64_t{v.index} << 32 | v.bits);
+    if (auto found = pipelines_.find(key); found != pipelines_.end()) return *found->second;
 
     auto p = std::make_unique<Pipeline>();
     p->kernel = &k;
     p->constants = std::move(set);
     p->threads = k.threads;
-    if (k.threads_x_spec >= 0) {  // the workgroup's width is a specialization constant: its value, as set
-        for (const MetalConstant& c : k.constants) {
-            if (c.spec_id != static_cast<uint32_t>(k.threads_x_spec)) continue;
-            p->threads[0] = c.fallback;
-            for (const ConstantValue& v : p->constants)
-                if (v.index == c.index) p->threads[0] = v.bits;
-        }
-    }
+    for (const MetalConstant& c : k.constants)  // a workgroup width set by a constant: its value
+        if (k.threads_x_spec >= 0 && c.spec_id == static_cast<uint32_t>(k.threads_x_spec))
+            p->threads[0] = constant_bits(c, p->constants);
     const uint64_t threads = uint64_t(p->threads[0]) * p->threads[1] * p->threads[2];
     check(threads >= 1 && threads <= kMetalMaxThreads,
           "metal: kernel '{}' would run {} threads per threadgroup", name, threads);
@@ -70,8 +59,7 @@ const Pipeline& Device::pipeline(std::string_view name, std::span<const Constant
           "metal: kernel '{}' uses SIMD-groups of {} lanes, the device's are {}", name, kMetalSimdWidth,
           thread_execution_width());
     p->native = pipeline_make(k, p->constants, p->threads);
-    pipelines_.push_back(std::move(p));
-    return *pipelines_.back();
+    return *pipelines_.emplace(std::move(key), std::move(p)).first->second;
 }
 
 void Device::dispatch(const Pipeline& p, const DispatchArgs& args) {

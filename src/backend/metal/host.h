@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,6 +43,13 @@ struct ConstantValue {
     uint32_t index = 0;
     uint32_t bits = 0;
 };
+
+// The value of constant `c` of a kernel: as set in `set`, else its fallback (the shader's default).
+inline uint32_t constant_bits(const MetalConstant& c, std::span<const ConstantValue> set) {
+    for (const ConstantValue& v : set)
+        if (v.index == c.index) return v.bits;
+    return c.fallback;
+}
 
 // A compute pipeline state: one kernel of the table with its function constants set.
 struct Pipeline {
@@ -96,7 +104,8 @@ protected:
     virtual void dispatch_encode(const Pipeline& p, const DispatchArgs& args) = 0;
 
 private:
-    std::vector<std::unique_ptr<Pipeline>> pipelines_;  // made so far (their addresses stay valid)
+    // Made so far, by kernel and its constants as (index << 32 | bits), sorted (their addresses stay valid).
+    std::map<std::pair<const MetalKernel*, std::vector<uint64_t>>, std::unique_ptr<Pipeline>> pipelines_;
 };
 
 // A compute encoder as Metal's (MTLComputeCommandEncoder): set_pipeline, set_buffer / set_bytes by slot,

@@ -107,9 +107,7 @@ protected:
                                         const std::array<uint32_t, 3>& threads) override {
         MTLFunctionConstantValues* values = [MTLFunctionConstantValues new];
         for (const MetalConstant& c : k.constants) {
-            uint32_t bits = c.fallback;
-            for (const ConstantValue& v : constants)
-                if (v.index == c.index) bits = v.bits;
+            const uint32_t bits = constant_bits(c, constants);
             if (c.type == MetalConstantType::boolean) {
                 const bool b = bits != 0;
                 [values setConstantValue:&b type:MTLDataTypeBool atIndex:c.index];

@@ -70,11 +70,7 @@ protected:
         for (const MetalConstant& c : k.constants) n = std::max(n, c.spec_id + 1);
         std::vector<uint32_t> spec(n, 0);
         for (const MetalFrozen& f : k.frozen) spec[f.spec_id] = f.value;
-        for (const MetalConstant& c : k.constants) {
-            spec[c.spec_id] = c.fallback;
-            for (const ConstantValue& v : constants)
-                if (v.index == c.index) spec[c.spec_id] = v.bits;
-        }
+        for (const MetalConstant& c : k.constants) spec[c.spec_id] = constant_bits(c, constants);
         return std::make_shared<vk::Pipeline>(pipelines_.get(k.shader, spec));
     }
 
